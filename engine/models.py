@@ -1,0 +1,151 @@
+"""SQLAlchemy 2 typed ORM models: schedules, schedule runs, engine instances.
+
+Every timestamp is timezone-aware UTC in Python. SQLite has no zone-aware type, so
+:class:`UTCDateTime` stores naive UTC there and hands back aware values on read.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    """The current time, aware, in UTC, to the microsecond."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime on every backend; naive values are refused on write."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTCDateTime column")
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON, list[str]: JSON}
+
+
+class TriggerType(enum.StrEnum):
+    """How a schedule decides when to fire."""
+
+    CRON = "cron"  # a five-field cron expression in a timezone
+    INTERVAL = "interval"  # every N seconds after the previous due time
+    GITHUB_POLL = "github_poll"  # polls a repository's pull requests; fires per event
+
+
+class OverlapPolicy(enum.StrEnum):
+    """What happens when a schedule is due while its previous run is still running."""
+
+    SKIP = "skip"  # the new fire is refused with reason ``overlap``
+    ALLOW = "allow"  # runs side by side (still under the global concurrency cap)
+
+
+class RunStatus(enum.StrEnum):
+    """The outcome of one fire. Every fire ends in exactly one of these."""
+
+    RUNNING = "running"  # the process was launched (or is being launched) and has not ended
+    SUCCEEDED = "succeeded"  # the process exited 0
+    FAILED = "failed"  # the process exited non-zero or was killed by a signal
+    TIMED_OUT = "timed_out"  # the deadline passed; the process group was terminated
+    REFUSED = "refused"  # never launched: a safety rule or a precondition said no
+    CANCELLED = "cancelled"  # the engine stopped (or died) before the run could finish
+
+
+TERMINAL_STATUSES = frozenset(s for s in RunStatus if s is not RunStatus.RUNNING)
+
+
+class Schedule(Base):
+    __tablename__ = "schedules"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    trigger_type: Mapped[str] = mapped_column(String(20))
+    cron_expr: Mapped[str | None] = mapped_column(String(200))
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    interval_seconds: Mapped[int | None] = mapped_column(Integer)
+    trigger_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    command: Mapped[str] = mapped_column(String(200))
+    args: Mapped[list[str]] = mapped_column(JSON, default=list)
+    cwd: Mapped[str | None] = mapped_column(Text)
+    timeout_seconds: Mapped[int] = mapped_column(Integer, default=3600)
+    max_runs: Mapped[int | None] = mapped_column(Integer)
+    run_count: Mapped[int] = mapped_column(Integer, default=0)
+    env_passthrough: Mapped[list[str]] = mapped_column(JSON, default=list)
+    overlap: Mapped[str] = mapped_column(String(10), default=OverlapPolicy.SKIP.value)
+    managed_by: Mapped[str | None] = mapped_column(String(200))
+    next_fire_at: Mapped[datetime | None] = mapped_column(index=True)
+    last_fire_at: Mapped[datetime | None]
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_until: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ScheduleRun(Base):
+    __tablename__ = "schedule_runs"
+    __table_args__ = (
+        Index("ix_schedule_runs_schedule_started", "schedule_id", "started_at"),
+        Index("ix_schedule_runs_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    # Kept when the schedule is removed (SET NULL) so the history is never lost.
+    schedule_id: Mapped[int | None] = mapped_column(
+        ForeignKey("schedules.id", ondelete="SET NULL"))
+    schedule_name: Mapped[str] = mapped_column(String(100))
+    trigger_context: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    argv: Mapped[list[str] | None] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20))
+    reason: Mapped[str | None] = mapped_column(String(64))
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    engine_id: Mapped[str | None] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+    stdout_tail: Mapped[str] = mapped_column(Text, default="")
+    stderr_tail: Mapped[str] = mapped_column(Text, default="")
+
+
+class EngineInstance(Base):
+    __tablename__ = "engine_instances"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
+    stopped_at: Mapped[datetime | None]

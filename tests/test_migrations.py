@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, inspect
+
+from engine import db as dbmod
+from engine.models import Base
+
+
+def test_a_blank_database_upgrades_to_head(db_url: str) -> None:
+    engine = dbmod.make_engine(db_url)
+    assert dbmod.current_revision(engine) is None
+    dbmod.upgrade(engine)
+    assert dbmod.current_revision(engine) == dbmod.head_revision(engine)
+    tables = set(inspect(engine).get_table_names())
+    assert {"schedules", "schedule_runs", "engine_instances"} <= tables
+    engine.dispose()
+
+
+def test_the_models_and_the_migrations_do_not_drift(db: Engine) -> None:
+    with db.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        diff = compare_metadata(context, Base.metadata)
+    assert diff == []
+
+
+def test_downgrade_to_base_then_upgrade_round_trips(db: Engine) -> None:
+    dbmod.downgrade(db, "base")
+    assert dbmod.current_revision(db) is None
+    assert "schedules" not in inspect(db).get_table_names()
+    dbmod.upgrade(db)
+    assert dbmod.current_revision(db) == dbmod.head_revision(db)
+    assert "schedules" in inspect(db).get_table_names()
