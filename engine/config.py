@@ -35,8 +35,9 @@ def _parse_names(raw: str, variable: str) -> tuple[str, ...]:
     names = tuple(item.strip() for item in raw.split(",") if item.strip())
     for name in names:
         if not _NAME.match(name):
-            raise ConfigError(f"{variable}: {name!r} is not an environment variable name",
-                              "invalid_setting")
+            raise ConfigError(
+                f"{variable}: {name!r} is not an environment variable name", "invalid_setting"
+            )
     return names
 
 
@@ -44,11 +45,11 @@ def _parse_positive_int(raw: str, variable: str) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"{variable} must be a positive integer, got {raw!r}",
-                          "invalid_setting") from None
+        raise ConfigError(
+            f"{variable} must be a positive integer, got {raw!r}", "invalid_setting"
+        ) from None
     if value < 1:
-        raise ConfigError(f"{variable} must be a positive integer, got {raw!r}",
-                          "invalid_setting")
+        raise ConfigError(f"{variable} must be a positive integer, got {raw!r}", "invalid_setting")
     return value
 
 
@@ -56,8 +57,9 @@ def _parse_seconds(raw: str, variable: str) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{variable} must be a number of seconds, got {raw!r}",
-                          "invalid_setting") from None
+        raise ConfigError(
+            f"{variable} must be a number of seconds, got {raw!r}", "invalid_setting"
+        ) from None
     if value < 0:
         raise ConfigError(f"{variable} must not be negative, got {raw!r}", "invalid_setting")
     return value
@@ -89,21 +91,25 @@ class Settings:
             database_url=url or default_database_url(),
             database_url_is_default=not url,
             command_allowlist=_parse_allowlist(env.get("LI_COMMAND_ALLOWLIST", "")),
-            env_passthrough=_parse_names(env.get("LI_ENV_PASSTHROUGH", ""),
-                                         "LI_ENV_PASSTHROUGH"),
+            env_passthrough=_parse_names(env.get("LI_ENV_PASSTHROUGH", ""), "LI_ENV_PASSTHROUGH"),
             max_concurrent_actions=_parse_positive_int(
-                env.get("LI_MAX_CONCURRENT_ACTIONS", "4"), "LI_MAX_CONCURRENT_ACTIONS"),
+                env.get("LI_MAX_CONCURRENT_ACTIONS", "4"), "LI_MAX_CONCURRENT_ACTIONS"
+            ),
             kill_grace_seconds=_parse_seconds(env.get("LI_KILL_GRACE", "5"), "LI_KILL_GRACE"),
-            shutdown_grace_seconds=_parse_seconds(env.get("LI_SHUTDOWN_GRACE", "30"),
-                                                  "LI_SHUTDOWN_GRACE"),
-            sync_interval_seconds=_parse_seconds(env.get("LI_SYNC_INTERVAL", "2"),
-                                                 "LI_SYNC_INTERVAL") or 2.0,
+            shutdown_grace_seconds=_parse_seconds(
+                env.get("LI_SHUTDOWN_GRACE", "30"), "LI_SHUTDOWN_GRACE"
+            ),
+            sync_interval_seconds=_parse_seconds(
+                env.get("LI_SYNC_INTERVAL", "2"), "LI_SYNC_INTERVAL"
+            )
+            or 2.0,
             github_api_url=(env.get("GITHUB_API_URL") or "https://api.github.com").rstrip("/"),
             github_token=token,
         )
 
-    def read_environment(self, names: tuple[str, ...] | list[str],
-                         environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    def read_environment(
+        self, names: tuple[str, ...] | list[str], environ: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
         """Values of ``names`` from the process environment (present ones only)."""
         env = os.environ if environ is None else environ
         return {name: env[name] for name in names if name in env}

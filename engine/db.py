@@ -62,18 +62,23 @@ def make_engine(url: str, *, create_parent: bool = False) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise InvalidInput(f"LI_DATABASE_URL is not a database URL: {url!r}",
-                           "invalid_database_url") from None
+        raise InvalidInput(
+            f"LI_DATABASE_URL is not a database URL: {url!r}", "invalid_database_url"
+        ) from None
     path = sqlite_path(url)
     if path is not None and create_parent:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise DatabaseError(f"cannot create database folder {path.parent}: {exc.strerror}",
-                                "database_unwritable") from None
+            raise DatabaseError(
+                f"cannot create database folder {path.parent}: {exc.strerror}",
+                "database_unwritable",
+            ) from None
     if is_sqlite(url):
-        engine = create_engine(parsed, connect_args={"check_same_thread": False,
-                                                     "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        engine = create_engine(
+            parsed,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        )
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
         return engine
@@ -82,16 +87,18 @@ def make_engine(url: str, *, create_parent: bool = False) -> Engine:
     try:
         return create_engine(parsed, pool_pre_ping=True, pool_size=10, max_overflow=10)
     except (ModuleNotFoundError, SQLAlchemyError) as exc:
-        raise DatabaseError(f"cannot use database URL {parsed.render_as_string()}: {exc}",
-                            "database_unavailable") from None
+        raise DatabaseError(
+            f"cannot use database URL {parsed.render_as_string()}: {exc}", "database_unavailable"
+        ) from None
 
 
 def alembic_config(engine: Engine) -> Config:
     """An alembic Config bound to ``engine`` (no alembic.ini needed)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.set_main_option("sqlalchemy.url",
-                           engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+    config.set_main_option(
+        "sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%")
+    )
     config.attributes["engine"] = engine
     return config
 
@@ -132,7 +139,8 @@ def require_head(engine: Engine) -> None:
     if current != head:
         raise DatabaseError(
             f"database schema is at {current or 'nothing'}, not {head}; run `li db upgrade`",
-            "schema_not_at_head")
+            "schema_not_at_head",
+        )
 
 
 def translate_db_error(exc: BaseException, engine: Engine) -> DatabaseError:
@@ -140,8 +148,12 @@ def translate_db_error(exc: BaseException, engine: Engine) -> DatabaseError:
     where = engine.url.render_as_string(hide_password=True)
     text = str(getattr(exc, "orig", exc)).splitlines()[0] if str(exc) else type(exc).__name__
     lowered = text.lower()
-    if "readonly" in lowered or "read-only" in lowered or "unable to open" in lowered \
-            or "permission denied" in lowered:
+    if (
+        "readonly" in lowered
+        or "read-only" in lowered
+        or "unable to open" in lowered
+        or "permission denied" in lowered
+    ):
         return DatabaseError(f"database {where} is not writable: {text}", "database_unwritable")
     if "locked" in lowered:
         return DatabaseError(f"database {where} is locked: {text}", "database_locked")

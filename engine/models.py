@@ -124,8 +124,7 @@ class ScheduleRun(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
     # Kept when the schedule is removed (SET NULL) so the history is never lost.
-    schedule_id: Mapped[int | None] = mapped_column(
-        ForeignKey("schedules.id", ondelete="SET NULL"))
+    schedule_id: Mapped[int | None] = mapped_column(ForeignKey("schedules.id", ondelete="SET NULL"))
     schedule_name: Mapped[str] = mapped_column(String(100))
     trigger_context: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     argv: Mapped[list[str] | None] = mapped_column(JSON)
@@ -149,3 +148,5 @@ class EngineInstance(Base):
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
     stopped_at: Mapped[datetime | None]
+    # The last few iteration errors (newest last), so a failing loop is visible.
+    last_errors: Mapped[list[str]] = mapped_column(JSON, default=list)

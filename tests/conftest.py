@@ -34,9 +34,11 @@ def postgres_admin_url() -> Iterator[str]:
         cluster.start()
     except ClusterError as exc:
         cluster.stop()
-        pytest.fail(f"cannot start a throwaway PostgreSQL cluster: {exc}. "
-                    "Set LI_TEST_DATABASE_URL, or LI_TEST_POSTGRES=0 to opt out explicitly.",
-                    pytrace=False)
+        pytest.fail(
+            f"cannot start a throwaway PostgreSQL cluster: {exc}. "
+            "Set LI_TEST_DATABASE_URL, or LI_TEST_POSTGRES=0 to opt out explicitly.",
+            pytrace=False,
+        )
     try:
         yield cluster.url()
     finally:

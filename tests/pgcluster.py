@@ -27,8 +27,10 @@ def _find_bin(name: str) -> str:
     candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)
     if candidates:
         return candidates[0]
-    raise ClusterError(f"{name} not found on PATH or under /usr/lib/postgresql/*/bin "
-                       "(install Debian's postgresql package)")
+    raise ClusterError(
+        f"{name} not found on PATH or under /usr/lib/postgresql/*/bin "
+        "(install Debian's postgresql package)"
+    )
 
 
 class PostgresCluster:
@@ -51,28 +53,66 @@ class PostgresCluster:
             try:
                 pw = pwd.getpwnam("postgres")
             except KeyError:
-                raise ClusterError("running as root and no 'postgres' user exists to run "
-                                   "initdb as") from None
+                raise ClusterError(
+                    "running as root and no 'postgres' user exists to run initdb as"
+                ) from None
             for path in (self.root, self.sock):
                 os.chown(path, pw.pw_uid, pw.pw_gid)
-            self._run_as = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}",
-                            "--clear-groups", "--"]
+            self._run_as = [
+                "setpriv",
+                f"--reuid={pw.pw_uid}",
+                f"--regid={pw.pw_gid}",
+                "--clear-groups",
+                "--",
+            ]
         env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
-        self._check(self._cmd(initdb, "-D", str(self.data), "-U", self.user, "-A", "trust",
-                              "-E", "UTF8", "--no-sync", "--no-instructions"), env)
-        options = (f"-k {self.sock} -c listen_addresses='' -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-        self._check(self._cmd(pg_ctl, "-D", str(self.data), "-o", options, "-l",
-                              str(self.root / "server.log"), "-w", "-t", "60", "start"), env)
+        self._check(
+            self._cmd(
+                initdb,
+                "-D",
+                str(self.data),
+                "-U",
+                self.user,
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ),
+            env,
+        )
+        options = (
+            f"-k {self.sock} -c listen_addresses='' -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._check(
+            self._cmd(
+                pg_ctl,
+                "-D",
+                str(self.data),
+                "-o",
+                options,
+                "-l",
+                str(self.root / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ),
+            env,
+        )
 
     def _check(self, cmd: list[str], env: dict[str, str]) -> None:
-        result = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False,
-                                cwd=self.root)
+        result = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, check=False, cwd=self.root
+        )
         if result.returncode != 0:
             log = self.root / "server.log"
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise ClusterError(f"{' '.join(cmd)} failed ({result.returncode}): "
-                               f"{result.stderr.strip()} {tail}")
+            raise ClusterError(
+                f"{' '.join(cmd)} failed ({result.returncode}): {result.stderr.strip()} {tail}"
+            )
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://{self.user}@/{database}?host={self.sock}"
@@ -80,7 +120,11 @@ class PostgresCluster:
     def stop(self) -> None:
         try:
             pg_ctl = _find_bin("pg_ctl")
-            subprocess.run(self._cmd(pg_ctl, "-D", str(self.data), "-m", "immediate", "-w",
-                                     "stop"), capture_output=True, check=False, cwd=self.root)
+            subprocess.run(
+                self._cmd(pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop"),
+                capture_output=True,
+                check=False,
+                cwd=self.root,
+            )
         finally:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,124 @@
+"""One fire of a ``command`` action: claim -> render argv -> spawn -> record.
+
+This is the only path from a due schedule to a process, used by the daemon, by
+``li engine run --once`` and by ``li schedule trigger --wait``. Every claimed fire
+ends in a terminal run row, whatever goes wrong in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engine.argv import render_argv
+from engine.config import Settings
+from engine.errors import LiError
+from engine.models import RunStatus, ScheduleRun
+from engine.runner import RunOutcome, RunRequest, build_environment, run_action
+from engine.store import Claim, FinishedRun, Store
+
+log = logging.getLogger(__name__)
+
+
+def finished_from_outcome(outcome: RunOutcome) -> FinishedRun:
+    """The store's view of a runner outcome."""
+    return FinishedRun(
+        status=outcome.status,
+        reason=outcome.reason,
+        exit_code=outcome.exit_code,
+        stdout_tail=outcome.stdout_tail,
+        stderr_tail=outcome.stderr_tail,
+        finished_at=outcome.finished_at,
+    )
+
+
+def execute_claim(
+    store: Store,
+    settings: Settings,
+    claim: Claim,
+    owner: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
+) -> FinishedRun:
+    """Run a claimed fire to its end and record the outcome on its run row.
+
+    The allow-list is checked again while building argv and once more by the runner
+    right before spawn; a refusal there is recorded as ``refused`` with its reason.
+    """
+    try:
+        argv = render_argv(claim.command, claim.args, claim.context, settings.command_allowlist)
+    except LiError as exc:
+        result = FinishedRun(status=RunStatus.REFUSED, reason=exc.reason, stderr_tail=exc.message)
+        store.finish_run(claim.run_id, result, owner=owner)
+        return result
+    store.set_run_argv(claim.run_id, argv)
+    passthrough = [*settings.env_passthrough, *claim.env_passthrough]
+    env = build_environment(
+        settings.base_environment(environ),
+        passthrough,
+        settings.read_environment(passthrough, environ),
+    )
+    request = RunRequest(
+        argv=argv,
+        cwd=claim.cwd,
+        env=env,
+        timeout_seconds=float(claim.timeout_seconds),
+        allowlist=settings.command_allowlist,
+        kill_grace_seconds=settings.kill_grace_seconds,
+    )
+    outcome = run_action(
+        request, on_spawn=lambda pid: store.mark_started(claim.run_id, pid), cancel=cancel
+    )
+    result = finished_from_outcome(outcome)
+    store.finish_run(claim.run_id, result, owner=owner)
+    return result
+
+
+def fire_schedule(
+    store: Store,
+    settings: Settings,
+    schedule_id: int,
+    owner: str,
+    *,
+    manual: bool = False,
+    cancel: threading.Event | None = None,
+    on_claimed: Callable[[Claim], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ScheduleRun | None:
+    """Claim and run one occurrence; returns the final run row, or None if not claimed.
+
+    ``on_claimed`` runs right after the claim commits (the daemon reschedules its timer
+    there, so the next occurrence is timed while this one still runs).
+    """
+    claim = store.claim_fire(
+        schedule_id, owner, manual=manual, kill_grace_seconds=settings.kill_grace_seconds
+    )
+    if claim is None:
+        return None
+    if isinstance(claim, ScheduleRun):
+        return claim
+    if on_claimed is not None:
+        try:
+            on_claimed(claim)
+        except Exception:  # the timer is best effort; the run must still happen
+            log.exception("on_claimed hook failed for %s", claim.schedule_name)
+    try:
+        execute_claim(store, settings, claim, owner, environ=environ, cancel=cancel)
+    except Exception as exc:
+        # Never leave a claimed run as `running`: record what broke, then re-raise so
+        # the caller's loop records the iteration error too.
+        reason = exc.reason if isinstance(exc, LiError) else "engine_error"
+        message: Any = exc.message if isinstance(exc, LiError) else repr(exc)
+        try:
+            store.finish_run(
+                claim.run_id,
+                FinishedRun(status=RunStatus.FAILED, reason=reason, stderr_tail=str(message)),
+                owner=owner,
+            )
+        except LiError:
+            log.exception("could not record the failure of run %s", claim.run_id)
+        raise
+    return store.get_run(claim.run_id)

@@ -1,0 +1,644 @@
+"""The ``li`` command line: parse, call a service, map errors to exit codes.
+
+Every error prints one line ``error: <message> [<reason_code>]`` on stderr and exits
+with the code of its class (docs/cli.md); no user error ever prints a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn, TypeVar
+
+import typer
+
+from engine import __version__
+from engine import db as dbmod
+from engine.actions import fire_schedule
+from engine.argv import check_templates
+from engine.config import Settings
+from engine.daemon import Engine, registered_engine
+from engine.durations import format_duration, parse_duration
+from engine.errors import InvalidInput, LiError, NotFound
+from engine.models import (
+    EngineInstance,
+    OverlapPolicy,
+    RunStatus,
+    Schedule,
+    ScheduleRun,
+    TriggerType,
+)
+from engine.scheduleset import (
+    PlanAction,
+    dump_schedule_set,
+    load_schedule_set,
+    plan,
+    plan_has_errors,
+)
+from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_spec
+from engine.store import Store, spec_of
+
+EXIT_RUN_NOT_SUCCEEDED = 7
+
+app = typer.Typer(
+    name="li",
+    help="li: a generic schedule engine that fires allow-listed "
+    "commands on cron, interval and GitHub-poll schedules.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+schedule_app = typer.Typer(help="Add, inspect and fire schedules.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
+engine_app = typer.Typer(help="Run the engine.", no_args_is_help=True)
+app.add_typer(schedule_app, name="schedule")
+app.add_typer(db_app, name="db")
+app.add_typer(engine_app, name="engine")
+
+T = TypeVar("T")
+
+
+# -- plumbing ---------------------------------------------------------------------------
+
+
+def fail(exc: LiError) -> NoReturn:
+    """Print the one-line error and exit with its code."""
+    typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def guarded(work: Callable[[], T]) -> T:
+    """Run a command body; LiError and anything unexpected become one line, no traceback."""
+    try:
+        return work()
+    except LiError as exc:
+        fail(exc)
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a bug: still one line, never a traceback for the user
+        typer.echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
+        raise typer.Exit(1) from None
+
+
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+def open_store(config: Settings, *, migrate: bool = True) -> Store:
+    """A Store on the configured database. SQLite is upgraded to head on first use;
+    PostgreSQL is never migrated implicitly (``li db upgrade``)."""
+    engine = dbmod.make_engine(config.database_url, create_parent=True)
+    if migrate:
+        if dbmod.is_sqlite(config.database_url):
+            if dbmod.current_revision(engine) != dbmod.head_revision(engine):
+                dbmod.upgrade(engine)
+        else:
+            dbmod.require_head(engine)
+    return Store(engine)
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds").replace("+00:00", "Z") if value else None
+
+
+def emit_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    typer.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    for row in cells:
+        typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def trigger_text(row: Schedule) -> str:
+    if row.trigger_type == TriggerType.CRON:
+        return f"cron {row.cron_expr} {row.timezone or 'UTC'}"
+    if row.trigger_type == TriggerType.INTERVAL:
+        return f"every {format_duration(row.interval_seconds or 0)}"
+    repo = (row.trigger_config or {}).get("repo", "?")
+    return f"github {repo}"
+
+
+def schedule_dict(row: Schedule) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "enabled": row.enabled,
+        "trigger_type": row.trigger_type,
+        "cron": row.cron_expr,
+        "timezone": row.timezone,
+        "interval_seconds": row.interval_seconds,
+        "trigger_config": row.trigger_config,
+        "command": row.command,
+        "args": row.args,
+        "cwd": row.cwd,
+        "timeout_seconds": row.timeout_seconds,
+        "max_runs": row.max_runs,
+        "run_count": row.run_count,
+        "env_passthrough": row.env_passthrough,
+        "overlap": row.overlap,
+        "managed_by": row.managed_by,
+        "next_fire_at": iso(row.next_fire_at),
+        "last_fire_at": iso(row.last_fire_at),
+        "lease_owner": row.lease_owner,
+        "lease_until": iso(row.lease_until),
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at),
+    }
+
+
+def duration_of(run: ScheduleRun) -> float | None:
+    if run.finished_at is None:
+        return None
+    return round((run.finished_at - run.started_at).total_seconds(), 3)
+
+
+def run_dict(run: ScheduleRun, *, full: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": run.id,
+        "schedule": run.schedule_name,
+        "status": run.status,
+        "reason": run.reason,
+        "exit_code": run.exit_code,
+        "pid": run.pid,
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+        "duration_seconds": duration_of(run),
+        "engine_id": run.engine_id,
+    }
+    if full:
+        data.update(
+            argv=run.argv,
+            trigger_context=run.trigger_context,
+            stdout_tail=run.stdout_tail,
+            stderr_tail=run.stderr_tail,
+        )
+    return data
+
+
+# -- li --version -----------------------------------------------------------------------
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"li {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """li: schedules in SQL, commands fired safely, every fire recorded."""
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+# -- li db ------------------------------------------------------------------------------
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the database to the newest schema."""
+
+    def work() -> None:
+        store = open_store(settings(), migrate=False)
+        dbmod.upgrade(store.engine)
+        typer.echo(f"database at {dbmod.current_revision(store.engine)} (head)")
+
+    guarded(work)
+
+
+@db_app.command("current")
+def db_current() -> None:
+    """Show the schema revision of the database and the newest one."""
+
+    def work() -> None:
+        store = open_store(settings(), migrate=False)
+        current, head = dbmod.current_revision(store.engine), dbmod.head_revision(store.engine)
+        state = "head" if current == head else "behind: run `li db upgrade`"
+        typer.echo(f"{current or 'blank'} ({state}; newest {head})")
+
+    guarded(work)
+
+
+# -- li schedule add ----------------------------------------------------------------------
+
+
+@schedule_app.command("add", context_settings={"allow_interspersed_args": False})
+def schedule_add(
+    name: str = typer.Argument(..., help="Unique schedule name."),
+    args: list[str] = typer.Argument(None, help="Arguments after `--` (Jinja2 templates)."),
+    cron: str | None = typer.Option(None, "--cron", help="Five-field cron expression."),
+    timezone: str | None = typer.Option(None, "--timezone", help="IANA zone for --cron."),
+    every: str | None = typer.Option(None, "--every", help="Interval such as 5m or 1h30m."),
+    command: str = typer.Option(..., "--command", help="Allow-listed executable name."),
+    cwd: Path | None = typer.Option(None, "--cwd", help="Working directory (must exist)."),
+    timeout: str | None = typer.Option(None, "--timeout", help="Deadline, default 1h."),
+    max_runs: int | None = typer.Option(None, "--max-runs", help="Stop after N runs."),
+    env_passthrough: list[str] = typer.Option(
+        [], "--env-passthrough", help="Variable passed to the command."
+    ),
+    overlap: OverlapPolicy = typer.Option(
+        OverlapPolicy.SKIP, "--overlap", help="skip or allow a fire while one runs."
+    ),
+    disabled: bool = typer.Option(False, "--disabled", help="Add it paused."),
+    as_json: bool = typer.Option(False, "--json", help="Print the schedule as JSON."),
+) -> None:
+    """Add a cron or interval schedule firing COMMAND with ARG... ."""
+
+    def work() -> None:
+        config = settings()
+        if (cron is None) == (every is None):
+            raise InvalidInput("give exactly one of --cron or --every", "invalid_trigger")
+        if timezone is not None and cron is None:
+            raise InvalidInput("--timezone applies to --cron only", "invalid_trigger")
+        spec = ScheduleSpec(
+            name=name,
+            enabled=not disabled,
+            trigger_type=TriggerType.CRON if cron is not None else TriggerType.INTERVAL,
+            cron=cron,
+            timezone=(timezone or "UTC") if cron is not None else None,
+            interval_seconds=parse_duration(every, what="--every") if every else None,
+            command=command,
+            args=list(args or []),
+            cwd=str(cwd.resolve()) if cwd is not None else None,
+            timeout_seconds=(
+                parse_duration(timeout, what="--timeout") if timeout else DEFAULT_TIMEOUT_SECONDS
+            ),
+            max_runs=max_runs,
+            env_passthrough=list(env_passthrough),
+            overlap=overlap,
+        )
+        check_spec(spec, config.command_allowlist)
+        check_templates(spec.args)
+        row = open_store(config).add_schedule(spec)
+        if as_json:
+            emit_json(schedule_dict(row))
+        else:
+            typer.echo(
+                f"added {row.name}: {trigger_text(row)}, next fire "
+                f"{iso(row.next_fire_at) or 'never'}"
+            )
+
+    guarded(work)
+
+
+# -- li schedule list / show / runs / run ---------------------------------------------------
+
+
+@schedule_app.command("list")
+def schedule_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List every schedule."""
+
+    def work() -> None:
+        rows = open_store(settings()).list_schedules()
+        if as_json:
+            emit_json([schedule_dict(r) for r in rows])
+            return
+        table(
+            ["name", "enabled", "trigger", "command", "next fire", "last fire", "runs"],
+            [
+                [
+                    r.name,
+                    "yes" if r.enabled else "paused",
+                    trigger_text(r),
+                    r.command,
+                    iso(r.next_fire_at),
+                    iso(r.last_fire_at),
+                    r.run_count,
+                ]
+                for r in rows
+            ],
+        )
+
+    guarded(work)
+
+
+@schedule_app.command("show")
+def schedule_show(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show one schedule in full."""
+
+    def work() -> None:
+        data = schedule_dict(open_store(settings()).get_schedule(name))
+        if as_json:
+            emit_json(data)
+            return
+        for key, value in data.items():
+            shown = json.dumps(value) if isinstance(value, list | dict) else value
+            typer.echo(f"{key + ':':18} {'-' if shown is None else shown}")
+
+    guarded(work)
+
+
+@schedule_app.command("runs")
+def schedule_runs(
+    name: str | None = typer.Argument(None, help="Only this schedule's runs."),
+    status: list[RunStatus] = typer.Option([], "--status", help="Filter by status."),
+    limit: int = typer.Option(20, "--limit", min=1, max=10_000),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Recent runs, newest first; failures carry their reason."""
+
+    def work() -> None:
+        store = open_store(settings())
+        runs = store.list_runs(name, [s.value for s in status], limit)
+        if name is not None and not runs and not store.list_runs(name, limit=1):
+            store.get_schedule(name)  # a typo gets schedule_not_found, not an empty table
+        if as_json:
+            emit_json([run_dict(r) for r in runs])
+            return
+        table(
+            ["run", "schedule", "status", "started", "duration", "exit", "reason"],
+            [
+                [
+                    r.id,
+                    r.schedule_name,
+                    r.status.upper() if r.status not in ("succeeded", "running") else r.status,
+                    iso(r.started_at),
+                    format_duration(d) if (d := duration_of(r)) is not None else None,
+                    r.exit_code,
+                    r.reason,
+                ]
+                for r in runs
+            ],
+        )
+
+    guarded(work)
+
+
+@schedule_app.command("run")
+def schedule_run(run_id: int, as_json: bool = typer.Option(False, "--json")) -> None:
+    """One run: argv, trigger context and output tails."""
+
+    def work() -> None:
+        data = run_dict(open_store(settings()).get_run(run_id), full=True)
+        if as_json:
+            emit_json(data)
+            return
+        for key in (
+            "id",
+            "schedule",
+            "status",
+            "reason",
+            "exit_code",
+            "pid",
+            "started_at",
+            "finished_at",
+            "duration_seconds",
+            "engine_id",
+        ):
+            typer.echo(f"{key + ':':18} {'-' if data[key] is None else data[key]}")
+        typer.echo(f"{'argv:':18} {json.dumps(data['argv'])}")
+        typer.echo(f"{'context:':18} {json.dumps(data['trigger_context'], sort_keys=True)}")
+        for stream in ("stdout_tail", "stderr_tail"):
+            typer.echo(f"--- {stream} ---")
+            typer.echo(data[stream].rstrip("\n"))
+
+    guarded(work)
+
+
+# -- li schedule trigger / pause / resume / remove ---------------------------------------------
+
+
+@schedule_app.command("trigger")
+def schedule_trigger(
+    name: str,
+    wait_for_it: bool = typer.Option(False, "--wait", help="Fire here and wait for the end."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Fire a schedule now. Without --wait a running engine fires it at its next sync."""
+
+    def work() -> None:
+        config = settings()
+        store = open_store(config)
+        row = store.get_schedule(name)
+        if not wait_for_it:
+            store.request_fire(name)
+            typer.echo(f"{name} is due now; a running engine fires it within seconds")
+            return
+        with registered_engine(store, config, kind="trigger") as owner:
+            run = fire_schedule(store, config, row.id, owner, manual=True)
+        if run is None:
+            raise NotFound(f"{name} could not be claimed", "not_claimed")
+        if as_json:
+            emit_json(run_dict(run, full=True))
+        else:
+            typer.echo(
+                f"run {run.id} of {name}: {run.status}"
+                + (f" [{run.reason}]" if run.reason else "")
+                + (f" exit {run.exit_code}" if run.exit_code is not None else "")
+            )
+        if run.status != RunStatus.SUCCEEDED.value:
+            raise typer.Exit(EXIT_RUN_NOT_SUCCEEDED)
+
+    guarded(work)
+
+
+def _set_enabled(name: str, enabled: bool) -> None:
+    row = open_store(settings()).set_enabled(name, enabled)
+    state = "resumed" if enabled else "paused"
+    typer.echo(f"{state} {row.name}; next fire {iso(row.next_fire_at) or 'never'}")
+
+
+@schedule_app.command("pause")
+def schedule_pause(name: str) -> None:
+    """Stop firing a schedule (it stays, with its history)."""
+    guarded(lambda: _set_enabled(name, False))
+
+
+@schedule_app.command("resume")
+def schedule_resume(name: str) -> None:
+    """Fire a paused schedule again, from now on."""
+    guarded(lambda: _set_enabled(name, True))
+
+
+@schedule_app.command("remove")
+def schedule_remove(
+    name: str, yes: bool = typer.Option(False, "--yes", help="Do not ask.")
+) -> None:
+    """Remove a schedule; its run history is kept."""
+
+    def work() -> None:
+        store = open_store(settings())
+        store.get_schedule(name)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise InvalidInput(
+                    f"removing {name} needs confirmation: pass --yes", "confirmation_required"
+                )
+            if not typer.confirm(f"remove schedule {name}?"):
+                raise typer.Exit(1)
+        store.remove_schedule(name)
+        typer.echo(f"removed {name}")
+
+    guarded(work)
+
+
+# -- li schedule apply / export ---------------------------------------------------------------
+
+
+@schedule_app.command("apply")
+def schedule_apply(
+    file: Path = typer.Argument(..., help="A ScheduleSet YAML file."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan only; change nothing."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Plan a YAML ScheduleSet against the database and apply it, all or nothing."""
+
+    def work() -> None:
+        config = settings()
+        desired = load_schedule_set(file)
+        for spec in desired.schedules:
+            try:
+                check_templates(spec.args)
+            except LiError as exc:
+                raise InvalidInput(
+                    f"{file}: schedule {spec.name}: {exc.message}", exc.reason
+                ) from None
+        store = open_store(config)
+        items = plan(store.existing_for_plan(), desired, config.command_allowlist)
+        errors = plan_has_errors(items)
+        if not dry_run and not errors:
+            store.apply_plan(items, desired.owner)
+        if as_json:
+            emit_json(
+                {
+                    "owner": desired.owner,
+                    "dry_run": dry_run,
+                    "applied": not dry_run and not errors,
+                    "items": [
+                        {
+                            "action": str(i.action),
+                            "name": i.name,
+                            "changes": list(i.changes),
+                            "reason": i.reason,
+                            "message": i.message,
+                        }
+                        for i in items
+                    ],
+                }
+            )
+        else:
+            for item in items:
+                detail = f" ({', '.join(item.changes)})" if item.changes else ""
+                if item.action is PlanAction.ERROR:
+                    detail = f": {item.message} [{item.reason}]"
+                typer.echo(f"{str(item.action):9} {item.name}{detail}")
+        if errors:
+            count = sum(1 for i in items if i.action is PlanAction.ERROR)
+            fail(
+                InvalidInput(
+                    f"{count} schedule(s) in {file} have errors; nothing applied", "plan_has_errors"
+                )
+            )
+        if not as_json:
+            typer.echo("dry run: nothing changed" if dry_run else "applied")
+
+    guarded(work)
+
+
+@schedule_app.command("export")
+def schedule_export(
+    owner: str | None = typer.Option(
+        None, "--owner", help="Only schedules of this set (and name the set)."
+    ),
+) -> None:
+    """Print schedules as a ScheduleSet YAML that `li schedule apply` accepts."""
+
+    def work() -> None:
+        rows = open_store(settings()).list_schedules()
+        if owner is not None:
+            rows = [r for r in rows if r.managed_by == owner]
+        typer.echo(dump_schedule_set(owner or "exported", [spec_of(r) for r in rows]), nl=False)
+
+    guarded(work)
+
+
+# -- li engine ------------------------------------------------------------------------------
+
+
+@engine_app.command("run")
+def engine_run(
+    once: bool = typer.Option(False, "--once", help="Fire everything due now, then exit."),
+) -> None:
+    """Run the engine until SIGTERM/SIGINT (or one pass with --once)."""
+    logging.getLogger().setLevel(logging.INFO)
+
+    def work() -> None:
+        config = settings()
+        store = open_store(config, migrate=dbmod.is_sqlite(config.database_url))
+        engine = Engine(config, store)
+        engine.start()
+        try:
+            if once:
+                runs = engine.run_once()
+                bad = [r for r in runs if r.status != RunStatus.SUCCEEDED.value]
+                typer.echo(f"fired {len(runs)} schedule(s); {len(bad)} did not succeed")
+                return
+            stop = threading.Event()
+
+            def on_signal(signum: int, _frame: FrameType | None) -> None:
+                logging.getLogger(__name__).info("signal %d: stopping", signum)
+                stop.set()
+
+            signal.signal(signal.SIGTERM, on_signal)
+            signal.signal(signal.SIGINT, on_signal)
+            engine.run_forever(stop)
+        finally:
+            engine.close()
+
+    guarded(work)
+
+
+@engine_app.command("status")
+def engine_status(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Engine processes seen by this database, with heartbeats and recent errors."""
+
+    def work() -> None:
+        engines: list[EngineInstance] = open_store(settings()).list_engines()
+        data: list[dict[str, Any]] = [
+            {
+                "id": e.id,
+                "host": e.host,
+                "pid": e.pid,
+                "started_at": iso(e.started_at),
+                "heartbeat_at": iso(e.heartbeat_at),
+                "stopped_at": iso(e.stopped_at),
+                "last_errors": e.last_errors,
+            }
+            for e in engines
+        ]
+        if as_json:
+            emit_json(data)
+            return
+        table(
+            ["id", "pid", "started", "heartbeat", "stopped", "errors"],
+            [
+                [
+                    d["id"],
+                    d["pid"],
+                    d["started_at"],
+                    d["heartbeat_at"],
+                    d["stopped_at"],
+                    len(d["last_errors"]),
+                ]
+                for d in data
+            ],
+        )
+
+    guarded(work)

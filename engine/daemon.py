@@ -1,0 +1,369 @@
+"""The engine process: APScheduler timing over database leases; ``li engine run [--once]``.
+
+Lifecycle (docs/engine.md has the long form):
+
+1. Start: on SQLite take an exclusive file lock beside the database (a second engine
+   is refused with ``engine_already_running``); on PostgreSQL refuse a schema that is
+   not at head. Register an ``engine_instances`` row and resolve runs orphaned by dead
+   engines (:meth:`engine.store.Store.recover_orphans`).
+2. Run: one APScheduler job per enabled schedule, timed at its ``next_fire_at``. A job
+   only *tries* to fire: the database claim decides (lease + due check), so several
+   engines on PostgreSQL never fire one occurrence twice. A sync job re-reads the
+   timetable when another process changed it; a heartbeat job refreshes our row.
+3. Stop (SIGTERM/SIGINT): take no new work, give running actions ``shutdown_grace``
+   to finish, then terminate them; they are recorded as ``cancelled``.
+
+Every job body is wrapped so an error is logged, kept on the engine row, and the loop
+goes on: the daemon never dies silently.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor as FuturesPool
+from concurrent.futures import wait
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from engine import db as dbmod
+from engine.actions import fire_schedule
+from engine.config import Settings
+from engine.errors import Conflict, LiError
+from engine.models import OverlapPolicy, ScheduleRun
+from engine.store import Claim, Store
+
+log = logging.getLogger(__name__)
+
+# A missed timer (the process was busy or asleep) still fires up to this late.
+MISFIRE_GRACE_SECONDS = 3600
+SYNC_JOB_ID = "__sync__"
+HEARTBEAT_JOB_ID = "__heartbeat__"
+
+
+class EngineLock:
+    """Exclusive OS lock beside a SQLite database: one engine per file, freed on exit."""
+
+    def __init__(self, database: Path) -> None:
+        self.path = database.with_name(database.name + ".engine.lock")
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> None:
+        handle = self.path.open("a+")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise Conflict(
+                f"another li engine (pid {holder}) is running on this SQLite "
+                "database; use PostgreSQL to run several",
+                "engine_already_running",
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
+@contextmanager
+def registered_engine(
+    store: Store, settings: Settings, *, kind: str = "engine", heartbeat: bool = True
+) -> Iterator[str]:
+    """Register an engine-instance row (with a heartbeat thread) for the block's duration.
+
+    ``li schedule trigger --wait`` uses this too, so a run it owns is never mistaken
+    for an orphan by an engine that starts meanwhile.
+    """
+    engine_id = f"{kind}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    store.register_engine(engine_id, socket.gethostname(), os.getpid())
+    stop = threading.Event()
+    beat: threading.Thread | None = None
+    if heartbeat:
+
+        def beat_loop() -> None:
+            while not stop.wait(settings.heartbeat_interval_seconds):
+                try:
+                    store.heartbeat(engine_id)
+                except LiError as exc:
+                    log.warning("heartbeat failed: %s", exc)
+
+        beat = threading.Thread(target=beat_loop, name="li-heartbeat", daemon=True)
+        beat.start()
+    try:
+        yield engine_id
+    finally:
+        stop.set()
+        if beat is not None:
+            beat.join(timeout=5)
+        store.stop_engine(engine_id)
+
+
+class Engine:
+    """One engine process. Construct, then :meth:`run_once` or :meth:`run_forever`."""
+
+    def __init__(
+        self, settings: Settings, store: Store, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock or store.clock
+        self.engine_id = f"engine-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.errors: collections.deque[str] = collections.deque(maxlen=10)
+        self._lock: EngineLock | None = None
+        self._stopping = threading.Event()
+        self._inflight: dict[int, threading.Event] = {}
+        self._inflight_lock = threading.Lock()
+        self._scheduler: BackgroundScheduler | None = None
+        self._fingerprint: tuple[Any, ...] | None = None
+        self.recovered: list[ScheduleRun] = []
+
+    # -- start and stop -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Checks, single-engine lock, registration and orphan recovery."""
+        path = dbmod.sqlite_path(self.settings.database_url)
+        if path is not None:
+            self._lock = EngineLock(path)
+            self._lock.acquire()
+        try:
+            dbmod.require_head(self.store.engine)
+            stale = timedelta(seconds=self.settings.heartbeat_interval_seconds * 3)
+            others = self.store.live_engine_ids(stale)
+            self.store.register_engine(self.engine_id, socket.gethostname(), os.getpid())
+            self.recovered = self.store.recover_orphans(others | {self.engine_id})
+            for run in self.recovered:
+                log.warning(
+                    "run %s of %s was left running by a dead engine: %s",
+                    run.id,
+                    run.schedule_name,
+                    run.reason,
+                )
+            if others and path is None:
+                log.info("%d other engine(s) are live; leases keep fires exclusive", len(others))
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def close(self) -> None:
+        """Mark this engine stopped (releasing its leases) and free the file lock."""
+        try:
+            self.store.stop_engine(self.engine_id)
+        finally:
+            self._release_lock()
+
+    def request_stop(self) -> None:
+        """Stop taking new work (safe to call from a signal handler)."""
+        self._stopping.set()
+
+    # -- one unit of work -----------------------------------------------------------
+
+    def _record_error(self, where: str, exc: BaseException) -> None:
+        message = f"{where}: {exc}"
+        self.errors.append(message)
+        log.error("%s", message, exc_info=not isinstance(exc, LiError))
+        try:
+            self.store.record_engine_error(self.engine_id, message)
+        except LiError:
+            log.exception("could not record the engine error")
+
+    def fire(
+        self, schedule_id: int, on_claimed: Callable[[Claim], None] | None = None
+    ) -> ScheduleRun | None:
+        """Try to fire one schedule; errors are recorded, never raised."""
+        if self._stopping.is_set():
+            return None
+        cancel = threading.Event()
+        token = id(cancel)
+        with self._inflight_lock:
+            self._inflight[token] = cancel
+        try:
+            return fire_schedule(
+                self.store,
+                self.settings,
+                schedule_id,
+                self.engine_id,
+                cancel=cancel,
+                on_claimed=on_claimed,
+            )
+        except Exception as exc:
+            self._record_error(f"fire of schedule {schedule_id}", exc)
+            return None
+        finally:
+            with self._inflight_lock:
+                self._inflight.pop(token, None)
+
+    def run_once(self) -> list[ScheduleRun]:
+        """Fire everything due now (at most ``max_concurrent_actions`` at once), wait."""
+        due = self.store.due_schedules(self.clock())
+        results: list[ScheduleRun] = []
+        with FuturesPool(
+            max_workers=self.settings.max_concurrent_actions, thread_name_prefix="li-action"
+        ) as pool:
+            futures = [pool.submit(self.fire, item.id) for item in due]
+            wait(futures)
+        for future in futures:
+            run = future.result()
+            if run is not None:
+                results.append(run)
+        return results
+
+    # -- the daemon -----------------------------------------------------------------
+
+    def _job_kwargs(self) -> dict[str, Any]:
+        # Overlap is decided by the database lease, not by APScheduler: an instance
+        # skipped by max_instances would leave the schedule un-timed and unrecorded.
+        return {
+            "misfire_grace_time": MISFIRE_GRACE_SECONDS,
+            "coalesce": True,
+            "max_instances": self.settings.max_concurrent_actions,
+            "executor": "actions",
+            "replace_existing": True,
+        }
+
+    def _time_job(self, schedule_id: int, next_fire_at: datetime | None, overlap: str) -> None:
+        scheduler = self._scheduler
+        if scheduler is None or self._stopping.is_set():
+            return
+        job_id = str(schedule_id)
+        if next_fire_at is None:
+            if scheduler.get_job(job_id) is not None:
+                scheduler.remove_job(job_id)
+            return
+        run_at = max(next_fire_at, datetime.now(UTC))
+        job = scheduler.get_job(job_id)
+        if job is not None and job.next_run_time == run_at:
+            return
+        scheduler.add_job(
+            self._fire_job,
+            trigger=DateTrigger(run_date=run_at, timezone=UTC),
+            id=job_id,
+            args=[schedule_id],
+            **self._job_kwargs(),
+        )
+
+    def _fire_job(self, schedule_id: int) -> None:
+        def retime(claim: Claim) -> None:
+            timing = self.store.timing_of(claim.schedule_id)
+            if timing is not None:
+                self._time_job(claim.schedule_id, *timing)
+
+        run = self.fire(schedule_id, on_claimed=retime)
+        if run is None or run.status == "refused":
+            # Not ours (another engine fired it, or it was edited): follow the table.
+            try:
+                timing = self.store.timing_of(schedule_id)
+                if timing is None:
+                    self._time_job(schedule_id, None, OverlapPolicy.SKIP.value)
+                else:
+                    self._time_job(schedule_id, *timing)
+            except Exception as exc:
+                self._record_error(f"re-timing schedule {schedule_id}", exc)
+
+    def sync(self, force: bool = False) -> None:
+        """Rebuild the timer from the database when anything changed there."""
+        try:
+            fingerprint = self.store.fingerprint()
+            if not force and fingerprint == self._fingerprint:
+                return
+            self._fingerprint = fingerprint
+            table = self.store.timetable()
+            scheduler = self._scheduler
+            if scheduler is None:
+                return
+            for job in scheduler.get_jobs():
+                if job.id.isdigit() and int(job.id) not in table:
+                    scheduler.remove_job(job.id)
+            for schedule_id, (next_fire_at, overlap) in table.items():
+                self._time_job(schedule_id, next_fire_at, overlap)
+        except Exception as exc:
+            self._record_error("sync", exc)
+
+    def _heartbeat(self) -> None:
+        try:
+            self.store.heartbeat(self.engine_id)
+        except Exception as exc:
+            self._record_error("heartbeat", exc)
+
+    def run_forever(self, stop: threading.Event | None = None) -> None:
+        """Run until ``stop`` is set or :meth:`request_stop` is called; then drain."""
+        scheduler = BackgroundScheduler(
+            timezone=UTC,
+            executors={
+                "actions": ThreadPoolExecutor(self.settings.max_concurrent_actions),
+                "default": ThreadPoolExecutor(2),
+            },
+        )
+        self._scheduler = scheduler
+        scheduler.start()
+        self.sync(force=True)
+        scheduler.add_job(
+            self.sync,
+            IntervalTrigger(seconds=self.settings.sync_interval_seconds),
+            id=SYNC_JOB_ID,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
+        scheduler.add_job(
+            self._heartbeat,
+            IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
+            id=HEARTBEAT_JOB_ID,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
+        log.info("engine %s running", self.engine_id)
+        while not self._stopping.is_set():
+            if stop is not None and stop.is_set():
+                self._stopping.set()
+                break
+            self._stopping.wait(0.2)
+        self._drain(scheduler)
+
+    def _drain(self, scheduler: BackgroundScheduler) -> None:
+        scheduler.pause()
+        for job in scheduler.get_jobs():
+            scheduler.remove_job(job.id)
+        done = threading.Event()
+
+        def wait_for_actions() -> None:
+            scheduler.shutdown(wait=True)
+            done.set()
+
+        waiter = threading.Thread(target=wait_for_actions, name="li-drain", daemon=True)
+        waiter.start()
+        if not done.wait(self.settings.shutdown_grace_seconds):
+            with self._inflight_lock:
+                pending = list(self._inflight.values())
+            log.warning("cancelling %d running action(s) after the shutdown grace", len(pending))
+            for cancel in pending:
+                cancel.set()
+            done.wait(self.settings.kill_grace_seconds + 10)
+        self._scheduler = None

@@ -1,0 +1,176 @@
+"""GithubPollConfig: the settings of a ``github_poll`` schedule, validated.
+
+The config is stored as ``ScheduleSpec.trigger_config`` (a plain dict, the JSON dump of
+:class:`GithubPollConfig`). Types are strict: ``draft: "false"`` is a string, not a
+boolean, and is refused rather than guessed at. Reason codes:
+
+- ``invalid_repo``: not ``OWNER/NAME`` as GitHub spells them
+- ``invalid_filter``: a ``key=value`` filter from the CLI with an unknown key or bad value
+- ``invalid_trigger_config``: a stored or given config that does not validate
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from engine.errors import InvalidInput
+
+# GitHub logins: 1-39 letters or digits, single hyphens only between them.
+_OWNER = re.compile(r"^(?=.{1,39}$)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
+_REPO_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+FILTER_KEYS = ("state", "base", "draft", "same_repo_only")
+DEFAULT_POLL_INTERVAL_SECONDS = 120
+
+
+def repo_problem(text: object) -> str | None:
+    """Why ``text`` is not an ``OWNER/NAME`` repository, or None when it is one."""
+    if not isinstance(text, str):
+        return f"repo must be a string like octo/widgets, got {text!r}"
+    owner, slash, name = text.partition("/")
+    if not slash:
+        return f"repo {text!r} must be OWNER/NAME, like octo/widgets"
+    if not _OWNER.match(owner):
+        return (
+            f"repo owner {owner!r} must be 1-39 letters, digits or single inner hyphens "
+            "(no leading or trailing hyphen)"
+        )
+    if not _REPO_NAME.match(name) or name in (".", ".."):
+        return f"repo name {name!r} must be 1-100 of letters, digits, '.', '_' or '-'"
+    return None
+
+
+def parse_repo(text: str) -> str:
+    """``text`` unchanged when it is ``OWNER/NAME``; ``invalid_repo`` otherwise."""
+    problem = repo_problem(text)
+    if problem is not None:
+        raise InvalidInput(problem, "invalid_repo")
+    return text
+
+
+class PollFilters(BaseModel):
+    """Which pull requests a poll may fire for; everything else moves the cursor only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    state: Literal["open"] = "open"
+    base: StrictStr | None = Field(default=None, min_length=1)  # None: any base branch
+    draft: StrictBool | None = None  # None: drafts and ready PRs alike
+    same_repo_only: StrictBool = True  # False lets fork PRs fire (the wrapper still checks)
+
+
+class GithubPollConfig(BaseModel):
+    """How a ``github_poll`` schedule watches one repository's pull requests."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    repo: StrictStr
+    poll_interval_seconds: StrictInt = Field(default=DEFAULT_POLL_INTERVAL_SECONDS, ge=10)
+    filters: PollFilters = Field(default_factory=PollFilters)
+    event: Literal["pr_updated", "pr_merged"] = "pr_updated"
+    max_fires_per_poll: StrictInt = Field(default=10, ge=1, le=1000)
+    backfill: StrictBool = False  # True: the first poll fires for PRs that already exist
+    page_limit: StrictInt | None = Field(default=None, ge=5, le=100)
+
+    @field_validator("repo")
+    @classmethod
+    def _repo_is_owner_slash_name(cls, value: str) -> str:
+        problem = repo_problem(value)
+        if problem is not None:
+            raise PydanticCustomError("invalid_repo", problem)
+        return value
+
+
+def describe_validation_error(error: ErrorDetails) -> str:
+    """One lower-case line for one pydantic error, without its location.
+
+    ``extra_forbidden`` and ``missing`` name the key (the last ``loc`` item); others
+    say what was expected and show the offending scalar value.
+    """
+    key = error["loc"][-1] if error["loc"] else None
+    if error["type"] == "extra_forbidden":
+        return f"unknown key {key!r}"
+    if error["type"] == "missing":
+        return f"missing required key {key!r}"
+    message = error["msg"]
+    text = message[:1].lower() + message[1:]
+    value = error.get("input")
+    if isinstance(value, _SCALAR_TYPES):
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        text = f"{text}, got {shown}"
+    return text
+
+
+def dotted(loc: tuple[int | str, ...]) -> str:
+    """``("filters", "draft")`` -> ``filters.draft``; indices as ``[0]``."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def validate_poll_config(data: Any) -> GithubPollConfig:
+    """``data`` as a :class:`GithubPollConfig`; ``invalid_trigger_config`` names the field."""
+    try:
+        return GithubPollConfig.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = error["loc"]
+        if error["type"] in ("extra_forbidden", "missing"):
+            loc = loc[:-1]
+        where = f"trigger_config.{dotted(loc)}" if loc else "trigger_config"
+        raise InvalidInput(
+            f"{where}: {describe_validation_error(error)}", "invalid_trigger_config"
+        ) from None
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    raise InvalidInput(f"filter {key} takes true or false, got {value!r}", "invalid_filter")
+
+
+def parse_filter(text: str) -> tuple[str, str | bool]:
+    """A CLI ``key=value`` filter as ``(key, typed value)``: ``draft=false`` -> ``False``.
+
+    Keys: ``state`` (only ``open``), ``base`` (a branch name), ``draft`` and
+    ``same_repo_only`` (``true``/``false``). Anything else raises ``invalid_filter``.
+    """
+    key, equals, value = text.partition("=")
+    key = key.strip()
+    if not equals:
+        raise InvalidInput(f"filter {text!r} must be key=value, like base=main", "invalid_filter")
+    if key not in FILTER_KEYS:
+        raise InvalidInput(
+            f"unknown filter {key!r} (known: {', '.join(FILTER_KEYS)})", "invalid_filter"
+        )
+    if key in ("draft", "same_repo_only"):
+        return key, _parse_bool(key, value)
+    value = value.strip()
+    if key == "state" and value != "open":
+        raise InvalidInput(f"filter state only takes open, got {value!r}", "invalid_filter")
+    if not value:
+        raise InvalidInput(f"filter {key} needs a value", "invalid_filter")
+    return key, value

@@ -1,0 +1,493 @@
+"""``SimCore``: the simulator's state, clock, tokens, rate limits, faults and request log.
+
+Also the lookups and the facts derived from state and git (review decision, merge state)
+that the HTTP routes read. :class:`tests.ghsim.sim.GitHubSim` adds the lifecycle and the
+scenario helpers. All state is guarded by ``self.lock`` (an ``RLock``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tests.ghsim.gitops import Git
+from tests.ghsim.model import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    Fault,
+    Pull,
+    RateBucket,
+    Repo,
+    RequestRecord,
+    Review,
+    TokenInfo,
+    User,
+)
+from tests.ghsim.payloads import PullFacts
+
+Author = tuple[str, int] | list[Any] | str | User | None
+AUTO = "auto"
+REVIEW_STATES = frozenset({"APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"})
+REVIEW_DECISIONS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED", None})
+MERGE_STATES = frozenset("BEHIND BLOCKED CLEAN DIRTY DRAFT HAS_HOOKS UNKNOWN UNSTABLE".split())
+MERGE_METHODS = frozenset({"merge", "squash", "rebase"})
+FAILED_CONCLUSIONS = frozenset(
+    {"failure", "timed_out", "cancelled", "action_required", "startup_failure"}
+)
+
+
+class GhsimError(RuntimeError):
+    """A helper was called with something the simulator does not know or cannot do."""
+
+
+def _real_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def token_digest(token: str) -> str:
+    """Tokens are kept only as this digest, never as text."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class SimCore:
+    """State and bookkeeping; see :class:`tests.ghsim.sim.GitHubSim` for the full API."""
+
+    def __init__(
+        self,
+        state_dir: str | Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        anonymous: bool = False,
+        core_limit: int = 5000,
+        graphql_limit: int = 5000,
+        anonymous_limit: int = 60,
+        clock: Callable[[], datetime] | None = None,
+        admin_rpc: bool = True,
+    ) -> None:
+        self.lock = threading.RLock()
+        self._owns_state_dir = state_dir is None
+        self.state_dir = Path(tempfile.mkdtemp(prefix="ghsim-") if state_dir is None else state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.git = Git(self.state_dir / "home")
+        self.host = host
+        self.requested_port = port
+        self.anonymous = anonymous
+        self.core_limit = core_limit
+        self.graphql_limit = graphql_limit
+        self.anonymous_limit = anonymous_limit
+        self.admin_rpc = admin_rpc
+        self.clock: Callable[[], datetime] = clock or _real_clock
+        self._offset = timedelta(0)
+
+        self._users: dict[int, User] = {}
+        self._repos: dict[str, Repo] = {}
+        self._pulls: dict[str, dict[int, Pull]] = {}
+        self._numbers: dict[str, Iterator[int]] = {}
+        self._comments: list[Comment] = []
+        self._reviews: list[Review] = []
+        self._check_runs: list[CheckRun] = []
+        self._statuses: list[CommitStatus] = []
+        self._tokens: dict[str, TokenInfo] = {}
+        self._anonymous_buckets: dict[str, RateBucket] = {}
+        self._faults: list[Fault] = []
+        self._requests: list[RequestRecord] = []
+        self._ids = {
+            "user": itertools.count(1001),
+            "repo": itertools.count(100001),
+            "pull": itertools.count(2000001),
+            "comment": itertools.count(3000001),
+            "review": itertools.count(4000001),
+            "check": itertools.count(5000001),
+            "status": itertools.count(6000001),
+            "label": itertools.count(7000001),
+        }
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    # == clock =================================================================================
+
+    def now(self) -> datetime:
+        """The simulator time: aware UTC, whole seconds."""
+        value = self.clock() + self._offset
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC).replace(microsecond=0)
+
+    def set_time(self, when: datetime) -> None:
+        """Freeze the clock at ``when`` (naive means UTC); :meth:`advance` moves it."""
+        fixed = when if when.tzinfo else when.replace(tzinfo=UTC)
+        self.clock = lambda: fixed
+        self._offset = timedelta(0)
+
+    def advance(self, seconds: float) -> datetime:
+        """Move the clock forward (frozen or real); returns the new :meth:`now`."""
+        self._offset += timedelta(seconds=seconds)
+        return self.now()
+
+    def use_real_time(self) -> None:
+        self.clock = _real_clock
+        self._offset = timedelta(0)
+
+    # == users and tokens ======================================================================
+
+    def user(self, login: str, id: int | None = None, type: str | None = None) -> User:
+        """Find or register a user. With ``id``, an existing user of that id is renamed."""
+        with self.lock:
+            kind = type or ("Bot" if login.endswith("[bot]") else "User")
+            if id is not None:
+                existing = self._users.get(id)
+                if existing is not None:
+                    existing.login = login
+                    if type:
+                        existing.type = type
+                    return existing
+                user = User(login, id, kind)
+                self._users[id] = user
+                return user
+            for candidate in reversed(list(self._users.values())):
+                if candidate.login.lower() == login.lower():
+                    return candidate
+            user = User(login, next(self._ids["user"]), kind)
+            self._users[user.id] = user
+            return user
+
+    def _author(self, author: Author, default: User) -> User:
+        if author is None:
+            return default
+        if isinstance(author, User):
+            return author
+        if isinstance(author, str):
+            return self.user(author)
+        login, user_id = author[0], author[1]
+        return self.user(str(login), int(user_id))
+
+    def add_token(self, token: str, user: Author = None) -> User:
+        """Register a token (kept only as a sha256 digest) acting as ``user``.
+
+        ``user`` is ``("login", id)``, a login or a :class:`User`; default ``ghsim-user``.
+        """
+        with self.lock:
+            account = self._author(user, self.user("ghsim-user"))
+            self._tokens[token_digest(token)] = TokenInfo(token_digest(token), account)
+            return account
+
+    def remove_token(self, token: str) -> None:
+        with self.lock:
+            self._tokens.pop(token_digest(token), None)
+
+    # == rate limits ===========================================================================
+
+    def _limit_for(self, resource: str, anonymous: bool) -> int:
+        if anonymous:
+            return self.anonymous_limit
+        return self.graphql_limit if resource == "graphql" else self.core_limit
+
+    def bucket(self, token: str | None, resource: str = "core") -> RateBucket:
+        """The live rate-limit bucket of ``token`` (``None``: anonymous) for ``resource``."""
+        with self.lock:
+            info = None if token is None else self._tokens.get(token_digest(token))
+            if token is not None and info is None:
+                raise GhsimError("unknown token")
+            return self._bucket(info, resource)
+
+    def _bucket(self, info: TokenInfo | None, resource: str) -> RateBucket:
+        buckets = self._anonymous_buckets if info is None else info.buckets
+        epoch = int(self.now().timestamp())
+        bucket = buckets.get(resource)
+        if bucket is None:
+            limit = self._limit_for(resource, info is None)
+            bucket = RateBucket(limit, limit, epoch + 3600)
+            buckets[resource] = bucket
+        elif epoch >= bucket.reset_at:
+            bucket.remaining = bucket.limit
+            bucket.reset_at = epoch + 3600
+        return bucket
+
+    def set_rate_limit(
+        self,
+        token: str | None,
+        *,
+        limit: int | None = None,
+        remaining: int | None = None,
+        reset_at: datetime | int | None = None,
+        resource: str = "core",
+    ) -> RateBucket:
+        """Set a bucket; ``reset_at`` is a datetime or epoch seconds (on the sim clock)."""
+        with self.lock:
+            bucket = self.bucket(token, resource)
+            if limit is not None:
+                bucket.limit = limit
+                bucket.remaining = min(bucket.remaining, limit)
+            if remaining is not None:
+                bucket.remaining = remaining
+            if reset_at is not None:
+                bucket.reset_at = (
+                    int(reset_at.timestamp()) if isinstance(reset_at, datetime) else int(reset_at)
+                )
+            return bucket
+
+    # == faults ================================================================================
+
+    def inject_fault(
+        self,
+        method: str,
+        path_regex: str,
+        status: int | None = None,
+        delay: float | None = None,
+        truncate: bool = False,
+        malformed: bool = False,
+        times: int | None = 1,
+        body: dict[str, Any] | None = None,
+    ) -> Fault:
+        """Next ``times`` matching requests (``None``: until cleared) get the fault.
+
+        ``status`` answers with that status and a GitHub error body (not counted);
+        ``delay`` sleeps that many seconds before answering; ``truncate`` sends half the
+        body under the full Content-Length and closes the connection; ``malformed`` sends
+        half the body as a complete (invalid JSON) response. ``method`` may be ``"*"``.
+        """
+        fault = Fault(
+            method.upper(), path_regex, status, delay, truncate, malformed, times, body=body
+        )
+        with self.lock:
+            self._faults.append(fault)
+        return fault
+
+    def inject_secondary_limit(
+        self,
+        retry_after: int | None = 60,
+        method: str = "*",
+        path_regex: str = ".*",
+        times: int | None = 1,
+        status: int = 403,
+    ) -> Fault:
+        """The secondary rate limit: ``status`` (403/429), its message, ``retry-after``."""
+        fault = Fault(
+            method.upper(),
+            path_regex,
+            status=status,
+            times=times,
+            retry_after=retry_after,
+            secondary=True,
+        )
+        with self.lock:
+            self._faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        """Remove injected faults, including the ``user``/``head.repo`` null payload faults."""
+        with self.lock:
+            self._faults.clear()
+            for pulls in self._pulls.values():
+                for pr in pulls.values():
+                    pr.user_null = False
+                    pr.head_repo_null = False
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self._faults:
+            if fault.matches(method, path):
+                if fault.times is not None:
+                    fault.times -= 1
+                fault.hits += 1
+                return fault
+        return None
+
+    # == request log ===========================================================================
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        """A copy of the request log (oldest first); tokens are never recorded."""
+        with self.lock:
+            return list(self._requests)
+
+    def requests_to(self, path_regex: str, method: str | None = None) -> list[RequestRecord]:
+        """Logged requests whose path matches ``path_regex`` (``re.search``)."""
+        pattern = re.compile(path_regex)
+        return [
+            r
+            for r in self.requests
+            if pattern.search(r.path) and (method is None or r.method == method.upper())
+        ]
+
+    def clear_requests(self) -> None:
+        with self.lock:
+            self._requests.clear()
+
+    def _record(self, record: RequestRecord) -> None:
+        with self.lock:
+            self._requests.append(record)
+
+    # == lookups ===============================================================================
+
+    def repo(self, full_name: str) -> Repo:
+        with self.lock:
+            found = self._repos.get(full_name.lower())
+            if found is None:
+                raise GhsimError(f"unknown repository {full_name}")
+            return found
+
+    def find_repo(self, owner: str, name: str) -> Repo | None:
+        with self.lock:
+            return self._repos.get(f"{owner}/{name}".lower())
+
+    def repo_path(self, full_name: str) -> Path:
+        """The bare repository, usable as a git remote (``git clone <path>``)."""
+        return self.repo(full_name).path
+
+    def forks_of(self, repo: Repo) -> list[Repo]:
+        return [r for r in self._repos.values() if r.parent is repo]
+
+    def branch_sha(self, repo: str, branch: str) -> str | None:
+        with self.lock:
+            return self.git.rev_parse(self.repo(repo).path, f"refs/heads/{branch}")
+
+    def pull(self, repo: str, number: int) -> Pull:
+        """The live record of a pull request (read it; change it through the helpers)."""
+        with self.lock:
+            found = self._pulls.get(repo.lower(), {}).get(number)
+            if found is None:
+                raise GhsimError(f"unknown pull request {repo}#{number}")
+            return found
+
+    def pulls(self, repo: str) -> list[Pull]:
+        with self.lock:
+            return list(self._pulls[self.repo(repo).key].values())
+
+    def get_comment(self, repo: str, comment_id: int) -> Comment:
+        with self.lock:
+            target = self.repo(repo)
+            for c in self._comments:
+                if c.id == comment_id and c.repo is target:
+                    return c
+            raise GhsimError(f"unknown comment {comment_id} in {repo}")
+
+    def comments(self, repo: str, kind: str | None = None) -> list[Comment]:
+        with self.lock:
+            target = self.repo(repo)
+            return [
+                c for c in self._comments if c.repo is target and (kind is None or c.kind == kind)
+            ]
+
+    def reviews(self, repo: str, number: int) -> list[Review]:
+        with self.lock:
+            pr = self.pull(repo, number)
+            return [r for r in self._reviews if r.repo is pr.repo and r.pull_number == number]
+
+    def resolve(self, repo: str, ref: str) -> str:
+        """A sha, branch, tag or ``refs/pull/N/head`` of ``repo`` as a commit sha."""
+        with self.lock:
+            sha = self.git.rev_parse(self.repo(repo).path, ref)
+            if sha is None:
+                raise GhsimError(f"{repo} has no commit {ref}")
+            return sha
+
+    def check_runs_for(self, repo: Repo, sha: str) -> list[CheckRun]:
+        return [r for r in self._check_runs if r.repo is repo and r.head_sha == sha]
+
+    def statuses_for(self, repo: Repo, sha: str) -> list[CommitStatus]:
+        latest: dict[str, CommitStatus] = {}
+        for s in self._statuses:
+            if s.repo is repo and s.sha == sha:
+                latest[s.context] = s
+        return sorted(latest.values(), key=lambda s: s.id, reverse=True)
+
+    def _head_tip(self, pr: Pull) -> str:
+        tip = self.git.rev_parse(pr.head_repo.path, f"refs/heads/{pr.head_ref}")
+        return tip or pr.head_sha
+
+    def _base_tip(self, pr: Pull) -> str:
+        tip = self.git.rev_parse(pr.repo.path, f"refs/heads/{pr.base_ref}")
+        if tip is None:
+            raise GhsimError(f"{pr.repo.full_name} has no branch {pr.base_ref}")
+        return tip
+
+    # == derived facts (read by the routes) ====================================================
+
+    def association(self, user: User | None, repo: Repo) -> str:
+        if user is None:
+            return "NONE"
+        if user.id == repo.owner.id:
+            return "OWNER"
+        if user.id in repo.collaborators:
+            return "COLLABORATOR"
+        for pr in self._pulls.get(repo.key, {}).values():
+            if pr.merged and pr.user.id == user.id:
+                return "CONTRIBUTOR"
+        return "NONE"
+
+    def review_decision(self, pr: Pull) -> str | None:
+        if pr.review_decision != AUTO:
+            return pr.review_decision
+        latest: dict[int, str] = {}
+        for r in self._reviews:
+            if r.repo is pr.repo and r.pull_number == pr.number:
+                if r.state in ("APPROVED", "CHANGES_REQUESTED"):
+                    latest[r.user.id] = r.state
+                elif r.state == "DISMISSED":
+                    latest.pop(r.user.id, None)
+        if "CHANGES_REQUESTED" in latest.values():
+            return "CHANGES_REQUESTED"
+        if "APPROVED" in latest.values():
+            return "APPROVED"
+        return None
+
+    def _checks_failing(self, pr: Pull) -> bool:
+        runs = self.check_runs_for(pr.repo, pr.head_sha)
+        if any(r.conclusion in FAILED_CONCLUSIONS for r in runs):
+            return True
+        return any(s.state in ("error", "failure") for s in self.statuses_for(pr.repo, pr.head_sha))
+
+    def merge_state_status(self, pr: Pull) -> tuple[str, bool | None, int]:
+        """``(mergeStateStatus, mergeable, behind_by)`` computed with git (or overridden)."""
+        base_sha = self._base_tip(pr)
+        behind, _ = self.git.left_right(pr.repo.path, base_sha, pr.head_sha)
+        if pr.state != "open":
+            return "UNKNOWN", None, behind
+        conflict = self.git.merge_tree(pr.repo.path, base_sha, pr.head_sha) is None
+        mergeable = not conflict
+        if pr.merge_state != AUTO:
+            status = pr.merge_state or "UNKNOWN"
+            if status == "UNKNOWN":
+                return status, None, behind
+            return status, False if status == "DIRTY" else mergeable, behind
+        if pr.draft:
+            status = "DRAFT"
+        elif conflict:
+            status = "DIRTY"
+        elif behind > 0:
+            status = "BEHIND"
+        elif self.review_decision(pr) == "CHANGES_REQUESTED":
+            status = "BLOCKED"
+        elif self._checks_failing(pr):
+            status = "UNSTABLE"
+        else:
+            status = "CLEAN"
+        return status, mergeable, behind
+
+    def pull_facts(self, pr: Pull) -> PullFacts:
+        base_sha = self._base_tip(pr)
+        status, mergeable, _ = self.merge_state_status(pr)
+        _, ahead = self.git.left_right(pr.repo.path, base_sha, pr.head_sha)
+        merge_base = self.git.merge_base(pr.repo.path, base_sha, pr.head_sha) or base_sha
+        files = self.git.diff_files(pr.repo.path, merge_base, pr.head_sha)
+        comments = [c for c in self._comments if c.repo is pr.repo and c.pull_number == pr.number]
+        return PullFacts(
+            base_sha=base_sha,
+            mergeable=mergeable,
+            mergeable_state=status.lower(),
+            commits=ahead,
+            additions=sum(f.additions for f in files),
+            deletions=sum(f.deletions for f in files),
+            changed_files=len(files),
+            comments=sum(1 for c in comments if c.kind == "issue"),
+            review_comments=sum(1 for c in comments if c.kind == "review"),
+        )
