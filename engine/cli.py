@@ -18,6 +18,8 @@ from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
 import typer
+from sqlalchemy import Engine as SAEngine
+from typer._click import exceptions as click_exceptions
 
 from engine import __version__
 from engine import db as dbmod
@@ -47,7 +49,32 @@ from engine.store import Store, spec_of
 
 EXIT_RUN_NOT_SUCCEEDED = 7
 
-app = typer.Typer(
+
+class OneLineErrorsTyper(typer.Typer):
+    """A Typer app whose usage errors are one line with a reason code, like every error."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        command = typer.main.get_command(self)
+        kwargs["standalone_mode"] = False
+        try:
+            return command.main(*args, **kwargs)
+        except click_exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            sys.exit(2)
+        except click_exceptions.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            where = f" ({ctx.command_path})" if ctx is not None else ""
+            message = " ".join(exc.format_message().split())
+            typer.echo(f"error: {message}{where} [usage_error]", err=True)
+            sys.exit(2)
+        except (typer.Abort, KeyboardInterrupt):
+            typer.echo("error: aborted [aborted]", err=True)
+            sys.exit(1)
+        except typer.Exit as exc:
+            sys.exit(exc.exit_code)
+
+
+app = OneLineErrorsTyper(
     name="li",
     help="li: a generic schedule engine that fires allow-listed "
     "commands on cron, interval and GitHub-poll schedules.",
@@ -74,8 +101,14 @@ def fail(exc: LiError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
+_opened: list[SAEngine] = []
+
+
 def guarded(work: Callable[[], T]) -> T:
-    """Run a command body; LiError and anything unexpected become one line, no traceback."""
+    """Run a command body; LiError and anything unexpected become one line, no traceback.
+
+    Database engines opened by the body are disposed when it ends.
+    """
     try:
         return work()
     except LiError as exc:
@@ -85,6 +118,9 @@ def guarded(work: Callable[[], T]) -> T:
     except Exception as exc:  # a bug: still one line, never a traceback for the user
         typer.echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
         raise typer.Exit(1) from None
+    finally:
+        while _opened:
+            _opened.pop().dispose()
 
 
 def settings() -> Settings:
@@ -95,6 +131,7 @@ def open_store(config: Settings, *, migrate: bool = True) -> Store:
     """A Store on the configured database. SQLite is upgraded to head on first use;
     PostgreSQL is never migrated implicitly (``li db upgrade``)."""
     engine = dbmod.make_engine(config.database_url, create_parent=True)
+    _opened.append(engine)
     if migrate:
         if dbmod.is_sqlite(config.database_url):
             if dbmod.current_revision(engine) != dbmod.head_revision(engine):
@@ -239,7 +276,7 @@ def db_current() -> None:
 # -- li schedule add ----------------------------------------------------------------------
 
 
-@schedule_app.command("add", context_settings={"allow_interspersed_args": False})
+@schedule_app.command("add")
 def schedule_add(
     name: str = typer.Argument(..., help="Unique schedule name."),
     args: list[str] = typer.Argument(None, help="Arguments after `--` (Jinja2 templates)."),

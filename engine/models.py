@@ -150,3 +150,22 @@ class EngineInstance(Base):
     stopped_at: Mapped[datetime | None]
     # The last few iteration errors (newest last), so a failing loop is visible.
     last_errors: Mapped[list[str]] = mapped_column(JSON, default=list)
+
+
+class HttpCacheEntry(Base):
+    """The last 200 answer to a conditional GET, so a 304 can hand back what it meant.
+
+    ``key`` is the full request URL plus a hash of the token identity (two tokens never
+    share an entry: they may see different data). ``body`` is the parsed JSON body, cut
+    down by the client to the fields it reads.
+    """
+
+    __tablename__ = "http_cache"
+
+    key: Mapped[str] = mapped_column(String(500), primary_key=True)
+    etag: Mapped[str] = mapped_column(String(200))
+    body: Mapped[Any] = mapped_column(JSON, nullable=False)
+    # The first page's rel="next" link, so a 304 still tells whether more pages existed.
+    link_next: Mapped[str | None] = mapped_column(Text)
+    fetched_at: Mapped[datetime]
+    status: Mapped[int] = mapped_column(Integer)

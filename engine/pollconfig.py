@@ -106,11 +106,19 @@ def describe_validation_error(error: ErrorDetails) -> str:
         return f"unknown key {key!r}"
     if error["type"] == "missing":
         return f"missing required key {key!r}"
-    message = error["msg"]
-    text = message[:1].lower() + message[1:]
+    if error["type"] in ("model_type", "dict_type"):
+        text = "input should be a mapping"
+    else:
+        text = error["msg"][:1].lower() + error["msg"][1:]
     value = error.get("input")
     if isinstance(value, _SCALAR_TYPES):
-        shown = repr(value)
+        # Shown as YAML/JSON spell it, since that is what the user wrote.
+        if value is None:
+            shown = "null"
+        elif isinstance(value, bool):
+            shown = "true" if value else "false"
+        else:
+            shown = repr(value)
         if len(shown) > 60:
             shown = shown[:57] + "..."
         text = f"{text}, got {shown}"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -66,7 +66,7 @@ class _EntryFile(BaseModel):
     args: list[str] = Field(default_factory=list)
     cwd: str | None = None
     timeout: str | None = None
-    max_runs: StrictInt | None = Field(default=None, ge=1)
+    max_runs: int | None = Field(default=None, ge=1)
     env_passthrough: list[str] = Field(default_factory=list)
     overlap: Literal["skip", "allow"] = "skip"
 
@@ -77,7 +77,7 @@ class _SetFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     version: Literal[1]
-    owner: StrictStr
+    owner: str
     schedules: list[_EntryFile]
 
 
@@ -366,8 +366,8 @@ def _entry_spec(
 
 
 def _parse(text: str, base_dir: Path) -> ScheduleSet:
-    loader = yaml.SafeLoader(text)
     try:
+        loader = yaml.SafeLoader(text)
         try:
             root = loader.get_single_node()
             if root is None:
@@ -377,6 +377,10 @@ def _parse(text: str, base_dir: Path) -> ScheduleSet:
             data = loader.construct_document(root)
         finally:
             loader.dispose()
+    except yaml.reader.ReaderError as exc:
+        # Raised for str input only on a non-printable character; it has no line mark.
+        line = text.count("\n", 0, exc.position) + 1
+        raise _FileError(line, f"YAML syntax error: {str(exc).splitlines()[0]}") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = int(mark.line) + 1 if mark is not None else 1
@@ -542,7 +546,14 @@ def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.SequenceNo
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
 
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # PyYAML's single-quoted style mangles these line breaks; double quotes escape them.
+    style = '"' if any(char in data for char in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
 _SetDumper.add_representer(list, _represent_list)
+_SetDumper.add_representer(str, _represent_str)
 
 
 def _github_entry(config: dict[str, Any]) -> dict[str, Any]:

@@ -280,3 +280,37 @@ def test_leases_of_a_stopped_engine_are_released(db: SAEngine, db_url: str) -> N
     engine.close()
     assert store.get_schedule("tick").lease_owner is None
     assert store.live_engine_ids(timedelta(seconds=60)) == set()
+
+
+def test_the_global_cap_limits_concurrent_actions(
+    db: SAEngine, db_url: str, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    store = Store(db, clock)
+    log = tmp_path / "log"
+    for name in ("a", "b", "c"):
+        store.add_schedule(
+            interval_spec(
+                name=name,
+                args=[
+                    "-c",
+                    f"echo start $(date +%s.%N) >> {log}; sleep 0.4; "
+                    f"echo end $(date +%s.%N) >> {log}",
+                ],
+            )
+        )
+    clock.advance(61)
+    engine = started_engine(settings_for(db_url, max_concurrent_actions=1), store)
+    try:
+        runs = engine.run_once()
+    finally:
+        engine.close()
+    assert len(runs) == 3
+    events = sorted(
+        (float(t), kind) for kind, t in (line.split() for line in log.read_text().splitlines())
+    )
+    running = peak = 0
+    for _, kind in events:
+        running += 1 if kind == "start" else -1
+        peak = max(peak, running)
+    assert peak == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InvalidInput
@@ -266,7 +266,7 @@ def test_a_boolean_is_not_an_integer_either(tmp_path: Path) -> None:
         "version: 1\nowner: o\nschedules:\n  - {name: a, every: 5m, command: x, max_runs: true}\n",
     )
     assert line == 4
-    assert "max_runs" in message
+    assert message == "schedule 'a': max_runs: input should be a valid integer, got true"
 
 
 def test_max_runs_below_one_is_refused(tmp_path: Path) -> None:
@@ -610,6 +610,19 @@ def test_a_python_object_tag_is_refused_by_the_safe_loader(tmp_path: Path) -> No
     assert message.startswith("YAML syntax error: could not determine a constructor")
 
 
+def test_a_schedule_that_is_not_a_mapping_is_refused_at_its_item(tmp_path: Path) -> None:
+    line, message = load_error(
+        tmp_path, "version: 1\nowner: o\nschedules:\n  - {name: a, every: 5m, command: x}\n  - b\n"
+    )
+    assert (line, message) == (5, "schedules[1]: input should be a mapping, got 'b'")
+
+
+def test_a_control_character_is_refused_at_its_line(tmp_path: Path) -> None:
+    line, message = load_error(tmp_path, "version: 1\nowner: o\nschedules:\n  - name: a\x01\n")
+    assert line == 4
+    assert message.startswith("YAML syntax error: unacceptable character #x0001")
+
+
 def test_a_top_level_list_is_refused(tmp_path: Path) -> None:
     line, message = load_error(tmp_path, "# a comment\n- name: a\n  every: 5m\n")
     assert line == 2
@@ -811,6 +824,7 @@ def test_a_dump_omits_defaults_and_writes_readable_durations() -> None:
 
 
 @settings(max_examples=50, deadline=None)
+@example(args=["\x85", "a\u2028b", "yes", "é", "\ufeffx", "a: b"], name="a")
 @given(
     args=st.lists(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=20)),
     name=st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,20}\Z"),

@@ -1,0 +1,78 @@
+"""``python -m bench [--quick] [--database-url URL] [--only NAME]``: run and report."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import daemon_idle, fire_overhead
+
+FULL = {"fires": 200, "schedules": 10_000, "idle_seconds": 10.0}
+QUICK = {"fires": 50, "schedules": 2_000, "idle_seconds": 3.0}
+BENCHMARKS = ("fire_overhead", "daemon_idle")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmarks of the li engine; they print numbers and never assert them.",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=(
+            f"smaller runs: {QUICK['fires']} fires, {QUICK['schedules']:,} schedules, "
+            f"{QUICK['idle_seconds']:g} s idle (default {FULL['fires']}, "
+            f"{FULL['schedules']:,}, {FULL['idle_seconds']:g} s)"
+        ),
+    )
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help=(
+            "PostgreSQL server to use instead of SQLite in a temp dir; a throwaway database "
+            "is created and dropped per benchmark (the role needs CREATEDB)"
+        ),
+    )
+    parser.add_argument(
+        "--only", choices=BENCHMARKS, action="append", help="run just this one (repeatable)"
+    )
+    return parser
+
+
+def _emit(lines: list[str]) -> None:
+    print("\n".join(lines), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = _parser().parse_args(argv)
+    sizes = QUICK if options.quick else FULL
+    chosen = options.only or list(BENCHMARKS)
+    began = time.perf_counter()
+    _emit(
+        [
+            f"li engine benchmarks ({'quick' if options.quick else 'full'}) - "
+            f"Python {platform.python_version()} on {platform.system()} {platform.machine()}",
+            "",
+        ]
+    )
+    with tempfile.TemporaryDirectory(prefix="li-bench-") as scratch:
+        workdir = Path(scratch)
+        if "fire_overhead" in chosen:
+            result = fire_overhead.measure(int(sizes["fires"]), workdir, options.database_url)
+            _emit([*fire_overhead.report(result), ""])
+        if "daemon_idle" in chosen:
+            backend, base, loaded = daemon_idle.measure(
+                int(sizes["schedules"]), sizes["idle_seconds"], workdir, options.database_url
+            )
+            _emit([*daemon_idle.report(backend, base, loaded), ""])
+    _emit([f"done in {time.perf_counter() - began:.1f} s"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

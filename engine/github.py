@@ -1,0 +1,880 @@
+"""The GitHub REST client: auth, ETag cache, pagination, rate limits, typed results.
+
+Every HTTP call of the engine goes through :class:`GitHubClient`. It returns frozen
+dataclasses (:class:`PullRequest`, :class:`PullListing`, :class:`RateInfo`), never raw
+dicts, and translates every failure at this one boundary into :class:`GitHubError`::
+
+    GitHubError (LiError)          exit 1, ``status`` = the HTTP status or None
+      auth_error                   401: the token is missing, wrong or revoked
+      rate_limited                 403/429 with x-ratelimit-remaining 0 (``reset_at``)
+      secondary_rate_limited       403/429 naming the secondary limit or with retry-after
+                                   (``retry_after``, 60 s when GitHub gives none)
+      not_found                    404
+      http_error                   any other 4xx (and an unexpected 3xx/304)
+      server_error                 5xx
+      network_error                no complete answer: refused, timed out, cut off mid-body
+      malformed_payload            not JSON, or not the shape this client parses
+
+Conditional requests: the first page of a pull listing is sent with ``If-None-Match``;
+the ETag and the body of the last 200 live in an :class:`EtagCache` (the SQL one
+persists them in ``http_cache``), so a 304 - which costs no rate limit - still hands back
+the last known pulls. Pacing: every request first passes the token's
+:class:`RequestPacer`, which also remembers rate-limit deferrals for every other user of
+that token in the process.
+
+The token never appears in a log line, an exception message, a repr or a returned
+object: messages built from responses go through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol, TypeVar
+
+import httpx
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from engine import __version__
+from engine.config import Settings
+from engine.db import translate_db_error
+from engine.errors import ConfigError, InvalidInput, LiError
+from engine.models import HttpCacheEntry, utcnow
+
+logger = logging.getLogger("engine.github")
+
+AUTH_ERROR = "auth_error"
+RATE_LIMITED = "rate_limited"
+SECONDARY_RATE_LIMITED = "secondary_rate_limited"
+NOT_FOUND = "not_found"
+HTTP_ERROR = "http_error"
+SERVER_ERROR = "server_error"
+NETWORK_ERROR = "network_error"
+MALFORMED_PAYLOAD = "malformed_payload"
+# A skipped listing item whose author is a deleted ("ghost") account: ``user`` is null.
+GHOST_USER = "ghost_user"
+
+API_VERSION = "2022-11-28"
+DEFAULT_RETRY_AFTER = 60.0
+CACHE_KEY_LIMIT = 500
+ETAG_LIMIT = 200
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_MESSAGE_LIMIT = 300
+T = TypeVar("T")
+
+
+class GitHubError(LiError):
+    """GitHub refused or failed a request; ``reason`` says how (see the module docstring)."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        reason: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        reset_at: datetime | None = None,
+    ) -> None:
+        super().__init__(message, reason)
+        self.status = status
+        self.retry_after = retry_after
+        self.reset_at = reset_at
+
+    def __repr__(self) -> str:
+        return f"GitHubError({self.message!r}, {self.reason!r}, status={self.status!r})"
+
+
+def redact(text: str, token: str | None) -> str:
+    """``text`` with every occurrence of ``token`` replaced by ``***``."""
+    return text.replace(token, "***") if token else text
+
+
+def token_identity(token: str | None) -> str:
+    """A stable, non-reversible name for a token (``anonymous`` without one)."""
+    if not token:
+        return "anonymous"
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+# == results ============================================================================
+
+
+@dataclass(frozen=True)
+class RateInfo:
+    """The ``x-ratelimit-*`` headers of one response."""
+
+    limit: int
+    remaining: int
+    used: int
+    reset: datetime
+    resource: str
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """The facts of one pull request the engine acts on. Timestamps are aware UTC.
+
+    ``head_repo_*`` are None when the head repository was deleted (``head.repo: null``).
+    """
+
+    number: int
+    title: str
+    html_url: str
+    state: str
+    draft: bool
+    user_login: str
+    user_id: int
+    user_type: str
+    created_at: datetime
+    updated_at: datetime
+    merged_at: datetime | None
+    head_sha: str
+    head_ref: str
+    head_repo_full_name: str | None
+    head_repo_id: int | None
+    head_repo_fork: bool | None
+    base_ref: str
+    base_repo_full_name: str
+    base_repo_id: int
+    merge_commit_sha: str | None
+
+
+@dataclass(frozen=True)
+class SkippedItem:
+    """A listing item that could not be parsed; the rest of its page was kept."""
+
+    number: int | None  # None when even the number was unreadable
+    reason: str  # ghost_user | malformed_payload
+    detail: str
+
+
+@dataclass(frozen=True)
+class PullListing:
+    """One pass over a repository's pull list.
+
+    ``unchanged``: the first page answered 304; ``pulls`` is then the cached first page
+    and ``complete`` says whether that page was the whole listing. ``complete`` is False
+    when more pages existed than ``max_pages`` allowed.
+    """
+
+    unchanged: bool
+    pulls: list[PullRequest]
+    complete: bool
+    skipped: list[SkippedItem]
+    rate: RateInfo | None
+
+
+# == ETag cache ==========================================================================
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """What a 304 stands for: the ETag and body of the last 200."""
+
+    etag: str
+    body: Any
+    link_next: str | None
+    fetched_at: datetime
+    status: int = 200
+
+
+class EtagCache(Protocol):
+    """Conditional-request memory, keyed by request URL plus token identity.
+
+    ``get`` returns the entry or None; ``put`` replaces it; ``drop(prefix)`` deletes every
+    entry whose key starts with ``prefix`` and returns how many went. Implementations are
+    safe to share between threads.
+    """
+
+    def get(self, key: str) -> CachedResponse | None: ...
+
+    def put(self, key: str, entry: CachedResponse) -> None: ...
+
+    def drop(self, prefix: str) -> int: ...
+
+
+class MemoryEtagCache:
+    """An :class:`EtagCache` in a dict: for one process, or tests without a database."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, CachedResponse] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> CachedResponse | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: str, entry: CachedResponse) -> None:
+        with self._lock:
+            self._entries[key] = entry
+
+    def drop(self, prefix: str) -> int:
+        with self._lock:
+            gone = [key for key in self._entries if key.startswith(prefix)]
+            for key in gone:
+                del self._entries[key]
+            return len(gone)
+
+
+class SqlEtagCache:
+    """An :class:`EtagCache` in the ``http_cache`` table, so ETags outlive the process."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def get(self, key: str) -> CachedResponse | None:
+        try:
+            with Session(self.engine) as session:
+                row = session.get(HttpCacheEntry, key)
+                if row is None:
+                    return None
+                return CachedResponse(row.etag, row.body, row.link_next, row.fetched_at, row.status)
+        except SQLAlchemyError as exc:
+            raise translate_db_error(exc, self.engine) from None
+
+    def put(self, key: str, entry: CachedResponse) -> None:
+        values = {
+            "key": key,
+            "etag": entry.etag,
+            "body": entry.body,
+            "link_next": entry.link_next,
+            "fetched_at": entry.fetched_at,
+            "status": entry.status,
+        }
+        try:
+            # An upsert, so two processes refreshing one key never trip over each other.
+            if self.engine.dialect.name in ("postgresql", "sqlite"):
+                dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+                insert = dialect.insert(HttpCacheEntry).values(**values)
+                statement = insert.on_conflict_do_update(
+                    index_elements=[HttpCacheEntry.key],
+                    set_={name: insert.excluded[name] for name in values if name != "key"},
+                )
+                with self.engine.begin() as connection:
+                    connection.execute(statement)
+            else:
+                with Session(self.engine) as session, session.begin():
+                    session.merge(HttpCacheEntry(**values))
+        except SQLAlchemyError as exc:
+            raise translate_db_error(exc, self.engine) from None
+
+    def drop(self, prefix: str) -> int:
+        statement = delete(HttpCacheEntry).where(
+            HttpCacheEntry.key.startswith(prefix, autoescape=True)
+        )
+        try:
+            with self.engine.begin() as connection:
+                return connection.execute(statement).rowcount
+        except SQLAlchemyError as exc:
+            raise translate_db_error(exc, self.engine) from None
+
+    def keys(self) -> list[str]:
+        """Every cached key (for operators and tests)."""
+        statement = select(HttpCacheEntry.key).order_by(HttpCacheEntry.key)
+        try:
+            with Session(self.engine) as session:
+                return list(session.scalars(statement))
+        except SQLAlchemyError as exc:
+            raise translate_db_error(exc, self.engine) from None
+
+
+# == pacing ==============================================================================
+
+
+class RequestPacer:
+    """Spaces one token's requests and holds them back after a rate-limit answer.
+
+    Contract: call :meth:`acquire` right before each request. It returns (after sleeping
+    if needed, with the injected ``sleep``) once the request may go, and returns the
+    seconds it waited. Thread-safe: concurrent callers reserve successive slots under a
+    lock and sleep outside it.
+
+    Choices:
+
+    * Minimum spacing, not a token bucket: requests are at least ``60 / rate_per_minute``
+      seconds apart, never in bursts, because GitHub's secondary limits punish bursts and
+      a poller gains nothing from them. Spacing runs on the ``monotonic`` clock so a wall
+      clock stepping back cannot stall requests.
+    * Deferral: the client calls :meth:`defer_until` on ``rate_limited`` (until the reset)
+      and ``secondary_rate_limited`` (now + retry-after). The client never sleeps through
+      a long reset inside a request: it raises, and the pacer remembers. A later
+      :meth:`acquire` waits out a deferral of at most ``max_wait`` seconds, and raises a
+      :class:`GitHubError` with the deferral's reason (``rate_limited`` or
+      ``secondary_rate_limited``) and ``reset_at`` at once when the wait would be longer,
+      so a daemon tick fails fast and the schedule retries on its next poll.
+    """
+
+    def __init__(
+        self,
+        rate_per_minute: float = 600,
+        *,
+        max_wait: float = 5.0,
+        clock: Callable[[], datetime] = utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if rate_per_minute <= 0:
+            raise InvalidInput(
+                f"rate_per_minute must be positive, got {rate_per_minute}", "invalid_rate"
+            )
+        self.rate_per_minute = rate_per_minute
+        self.interval = 60.0 / rate_per_minute
+        self.max_wait = max_wait
+        self._clock = clock
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._next_slot: float | None = None  # monotonic seconds
+        self._deferred_until: datetime | None = None  # wall clock, for messages
+        self._deferred_slot: float | None = None  # the same moment, monotonic
+        self._deferred_reason = RATE_LIMITED
+
+    @property
+    def deferred_until(self) -> datetime | None:
+        """When a deferral ends (None when none is pending)."""
+        with self._lock:
+            if self._deferred_slot is None or self._deferred_slot <= self._monotonic():
+                return None
+            return self._deferred_until
+
+    def defer_until(self, when: datetime, reason: str = RATE_LIMITED) -> None:
+        """Hold every later request of this token until ``when`` (a later one wins)."""
+        with self._lock:
+            slot = self._monotonic() + (when - self._clock()).total_seconds()
+            if self._deferred_slot is None or slot > self._deferred_slot:
+                self._deferred_slot, self._deferred_until = slot, when
+                self._deferred_reason = reason
+
+    def acquire(self) -> float:
+        """Wait for this token's next slot; raise if a deferral outlasts ``max_wait``."""
+        with self._lock:
+            now = self._monotonic()
+            slot = now if self._next_slot is None else max(now, self._next_slot)
+            if self._deferred_slot is not None and self._deferred_slot > now:
+                if self._deferred_slot - now > self.max_wait:
+                    until = self._deferred_until
+                    stamp = until.strftime("%Y-%m-%dT%H:%M:%SZ") if until else "later"
+                    raise GitHubError(
+                        f"GitHub requests for this token are paused until {stamp}",
+                        self._deferred_reason,
+                        retry_after=self._deferred_slot - now,
+                        reset_at=until,
+                    )
+                slot = max(slot, self._deferred_slot)
+            self._next_slot = slot + self.interval
+        wait = slot - now
+        if wait > 0:
+            self._sleep(wait)
+        return max(wait, 0.0)
+
+
+_PACERS: dict[str, RequestPacer] = {}
+_PACERS_LOCK = threading.Lock()
+
+
+def pacer_for(identity: str, rate_per_minute: float = 600) -> RequestPacer:
+    """The process-wide pacer of one token identity (see :func:`token_identity`).
+
+    The first call creates it with ``rate_per_minute``; later calls return that pacer as
+    it is, so every schedule using the token shares one budget.
+    """
+    with _PACERS_LOCK:
+        pacer = _PACERS.get(identity)
+        if pacer is None:
+            pacer = _PACERS[identity] = RequestPacer(rate_per_minute)
+        return pacer
+
+
+# == parsing =============================================================================
+
+
+# The parts of a pull object the parser reads. A cached page keeps only these (a list
+# item is ~15 KB otherwise), and cache keys carry a digest of this shape, so an entry
+# written under an older shape is never read back as a malformed page.
+_PULL_SHAPE: dict[str, Any] = {
+    "number": None,
+    "title": None,
+    "html_url": None,
+    "state": None,
+    "draft": None,
+    "user": {"login": None, "id": None, "type": None},
+    "created_at": None,
+    "updated_at": None,
+    "merged_at": None,
+    "merge_commit_sha": None,
+    "head": {"sha": None, "ref": None, "repo": {"full_name": None, "id": None, "fork": None}},
+    "base": {"ref": None, "repo": {"full_name": None, "id": None}},
+}
+PULL_SHAPE_ID = hashlib.sha256(json.dumps(_PULL_SHAPE, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def _project(value: Any, shape: dict[str, Any] | None) -> Any:
+    """``value`` with only the keys of ``shape`` (missing keys stay missing)."""
+    if shape is None or not isinstance(value, dict):
+        return value
+    return {key: _project(value[key], sub) for key, sub in shape.items() if key in value}
+
+
+class _Malformed(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def _get(obj: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
+    if key not in obj:
+        raise _Malformed(MALFORMED_PAYLOAD, f"{where}{key} is missing")
+    value = obj[key]
+    # bool is an int in Python, never in JSON: an id of ``true`` is malformed.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _Malformed(
+            MALFORMED_PAYLOAD,
+            f"{where}{key} is a JSON {_json_name(type(value))}, not {_json_name(kind)}",
+        )
+    return value
+
+
+def _optional(obj: Mapping[str, Any], key: str, kind: type[T], where: str) -> T | None:
+    if obj.get(key) is None:
+        if key not in obj:
+            raise _Malformed(MALFORMED_PAYLOAD, f"{where}{key} is missing")
+        return None
+    return _get(obj, key, kind, where)
+
+
+def _time(value: str | None, where: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise _Malformed(MALFORMED_PAYLOAD, f"{where} is not a timestamp: {value!r}") from None
+    if parsed.tzinfo is None:
+        raise _Malformed(MALFORMED_PAYLOAD, f"{where} has no time zone: {value!r}")
+    return parsed.astimezone(UTC)
+
+
+def _parse_pull(item: Any) -> PullRequest:
+    if not isinstance(item, dict):
+        raise _Malformed(MALFORMED_PAYLOAD, f"a pull is {type(item).__name__}, not an object")
+    number = _get(item, "number", int, "")
+    if "user" in item and item["user"] is None:
+        raise _Malformed(GHOST_USER, f"pull #{number} has no author (a deleted account)")
+    user = _get(item, "user", dict, "")
+    head = _get(item, "head", dict, "")
+    base = _get(item, "base", dict, "")
+    head_repo = _optional(head, "repo", dict, "head.")
+    base_repo = _get(base, "repo", dict, "base.")
+    created_at = _time(_get(item, "created_at", str, ""), "created_at")
+    updated_at = _time(_get(item, "updated_at", str, ""), "updated_at")
+    assert created_at is not None and updated_at is not None
+    return PullRequest(
+        number=number,
+        title=_get(item, "title", str, ""),
+        html_url=_get(item, "html_url", str, ""),
+        state=_get(item, "state", str, ""),
+        draft=_get(item, "draft", bool, ""),
+        user_login=_get(user, "login", str, "user."),
+        user_id=_get(user, "id", int, "user."),
+        user_type=_get(user, "type", str, "user."),
+        created_at=created_at,
+        updated_at=updated_at,
+        merged_at=_time(_optional(item, "merged_at", str, ""), "merged_at"),
+        head_sha=_get(head, "sha", str, "head."),
+        head_ref=_get(head, "ref", str, "head."),
+        head_repo_full_name=(
+            None if head_repo is None else _get(head_repo, "full_name", str, "head.repo.")
+        ),
+        head_repo_id=None if head_repo is None else _get(head_repo, "id", int, "head.repo."),
+        head_repo_fork=(None if head_repo is None else _get(head_repo, "fork", bool, "head.repo.")),
+        base_ref=_get(base, "ref", str, "base."),
+        base_repo_full_name=_get(base_repo, "full_name", str, "base.repo."),
+        base_repo_id=_get(base_repo, "id", int, "base.repo."),
+        merge_commit_sha=_optional(item, "merge_commit_sha", str, ""),
+    )
+
+
+def parse_pull(item: Any) -> PullRequest:
+    """One pull object as GitHub serves it, parsed strictly.
+
+    A missing or wrongly typed required field, or a null author, raises
+    ``malformed_payload``; ``head.repo: null`` (a deleted fork) is valid.
+    """
+    try:
+        return _parse_pull(item)
+    except _Malformed as exc:
+        raise GitHubError(f"cannot read a pull: {exc.detail}", MALFORMED_PAYLOAD) from None
+
+
+def parse_pull_page(items: list[Any]) -> tuple[list[PullRequest], list[SkippedItem]]:
+    """Parse a page of pulls; malformed items are returned as skipped, not raised."""
+    pulls: list[PullRequest] = []
+    skipped: list[SkippedItem] = []
+    for item in items:
+        try:
+            pulls.append(_parse_pull(item))
+        except _Malformed as exc:
+            number = item.get("number") if isinstance(item, dict) else None
+            number = number if isinstance(number, int) and not isinstance(number, bool) else None
+            skipped.append(SkippedItem(number, exc.reason, exc.detail))
+    return pulls, skipped
+
+
+def parse_rate(headers: Mapping[str, str]) -> RateInfo | None:
+    """The ``x-ratelimit-*`` headers, or None when they are absent or unreadable."""
+    try:
+        limit = int(headers["x-ratelimit-limit"])
+        remaining = int(headers["x-ratelimit-remaining"])
+        reset = datetime.fromtimestamp(int(headers["x-ratelimit-reset"]), UTC)
+        used = int(headers.get("x-ratelimit-used", limit - remaining))
+    except (KeyError, ValueError, OverflowError, OSError):
+        return None
+    return RateInfo(limit, remaining, used, reset, headers.get("x-ratelimit-resource", "core"))
+
+
+# == client ==============================================================================
+
+
+class GitHubClient:
+    """A GitHub REST client for one token (``Settings.github_token``; None: anonymous).
+
+    ``transport`` replaces the network (an ``httpx.MockTransport`` in tests); ``cache``
+    defaults to a :class:`MemoryEtagCache`; ``pacer`` defaults to the process-wide
+    :func:`pacer_for` of the token; ``clock`` dates cache entries and secondary-limit
+    deferrals. The client is thread-safe, never sleeps itself (waiting is the pacer's:
+    inject ``sleep`` there) and never retries: a failure raises :class:`GitHubError` and
+    the caller's next poll is the retry.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        cache: EtagCache | None = None,
+        transport: httpx.BaseTransport | None = None,
+        pacer: RequestPacer | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 30.0,
+    ) -> None:
+        self.api_url = settings.github_api_url.rstrip("/")
+        try:
+            base = httpx.URL(self.api_url)
+        except httpx.InvalidURL:
+            base = httpx.URL()
+        if base.scheme not in ("http", "https") or not base.host:
+            raise ConfigError(
+                f"GITHUB_API_URL must be an http(s) URL, got {self.api_url!r}", "invalid_setting"
+            )
+        self._origin = (base.scheme, base.host, base.port)
+        self._token = settings.github_token
+        self.token_identity = token_identity(self._token)
+        self._cache: EtagCache = cache if cache is not None else MemoryEtagCache()
+        self.pacer = pacer if pacer is not None else pacer_for(self.token_identity)
+        self._clock = clock
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": f"li/{__version__}",
+        }
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        self._http = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(
+                connect=connect_timeout, read=read_timeout, write=read_timeout, pool=read_timeout
+            ),
+            transport=transport,
+            follow_redirects=True,  # GitHub answers 301 for renamed repositories
+        )
+
+    def __repr__(self) -> str:
+        token = "set" if self._token else "none"
+        return f"<GitHubClient {self.api_url} token={token} ({self.token_identity})>"
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- public API ---------------------------------------------------------------------
+
+    def list_pulls(
+        self,
+        repo: str,
+        *,
+        state: str = "open",
+        base: str | None = None,
+        sort: str = "updated",
+        direction: str = "desc",
+        per_page: int = 100,
+        max_pages: int = 3,
+        conditional: bool = True,
+    ) -> PullListing:
+        """Pulls of ``repo`` (``owner/name``), following ``Link: rel="next"`` verbatim.
+
+        Only the first page is conditional. Its ETag entry is written only after every
+        page was read, so a listing that failed half-way is fetched in full next time
+        instead of being hidden behind a 304. Items that cannot be parsed (a ghost
+        author, a missing field) are skipped with a warning; duplicates that a concurrent
+        update pushes onto the next page are dropped.
+        """
+        _check_repo(repo)
+        if not 1 <= per_page <= 100:
+            raise InvalidInput(f"per_page must be 1..100, got {per_page}", "invalid_per_page")
+        if max_pages < 1:
+            raise InvalidInput(f"max_pages must be at least 1, got {max_pages}", "invalid_pages")
+        params: dict[str, str | int] = {
+            "state": state,
+            "sort": sort,
+            "direction": direction,
+            "per_page": per_page,
+        }
+        if base is not None:
+            params["base"] = base
+        url = str(httpx.URL(f"{self.api_url}/repos/{repo}/pulls", params=params))
+        key = self.cache_key(url)
+        cached = self._cache.get(key) if conditional and key else None
+
+        response = self._request(url, etag=cached.etag if cached else None)
+        rate = parse_rate(response.headers)
+        if response.status_code == 304:
+            assert cached is not None  # _request refuses a 304 nobody asked for
+            pulls, skipped = parse_pull_page(_as_list(cached.body, "cached pull list"))
+            self._log_skipped(repo, skipped)
+            logger.debug("pulls of %s unchanged (304)", repo)
+            return PullListing(True, pulls, cached.link_next is None, skipped, rate)
+
+        first_body = self._json(response, list, url)
+        first_etag = response.headers.get("etag")
+        first_next = next_url = self._next_link(response)
+        pulls, skipped = parse_pull_page(first_body)
+        pages = 1
+        while next_url is not None and pages < max_pages:
+            response = self._request(next_url)
+            rate = parse_rate(response.headers) or rate
+            page_pulls, page_skipped = parse_pull_page(self._json(response, list, next_url))
+            pulls += page_pulls
+            skipped += page_skipped
+            next_url = self._next_link(response)
+            pages += 1
+        pulls = _unique(pulls)
+        self._log_skipped(repo, skipped)
+        if next_url is not None:
+            logger.warning("pulls of %s: more than %d pages, listing incomplete", repo, pages)
+        if key and first_etag and len(first_etag) <= ETAG_LIMIT:
+            trimmed = [_project(item, _PULL_SHAPE) for item in first_body]
+            self._cache.put(key, CachedResponse(first_etag, trimmed, first_next, self._clock()))
+        return PullListing(False, pulls, next_url is None, skipped, rate)
+
+    def get_pull(self, repo: str, number: int) -> PullRequest:
+        """``GET /repos/{repo}/pulls/{number}`` parsed strictly (a ghost author is malformed)."""
+        _check_repo(repo)
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise InvalidInput(
+                f"a pull number is a positive integer, got {number!r}", "invalid_number"
+            )
+        url = f"{self.api_url}/repos/{repo}/pulls/{number}"
+        response = self._request(url)
+        try:
+            return _parse_pull(self._json(response, dict, url))
+        except _Malformed as exc:
+            raise GitHubError(
+                f"cannot read pull #{number} of {repo}: {exc.detail}", MALFORMED_PAYLOAD, status=200
+            ) from None
+
+    def cache_key(self, url: str) -> str | None:
+        """The ETag cache key of a pull-list ``url`` for this token (None: too long)."""
+        key = f"{url}#{self.token_identity};shape={PULL_SHAPE_ID}"
+        return key if len(key) <= CACHE_KEY_LIMIT else None
+
+    def forget_pulls(self, repo: str) -> int:
+        """Drop the cached pull-list ETags of ``repo`` (every token, every filter).
+
+        The next :meth:`list_pulls` is then a full 200. A caller that could not act on a
+        listing (a crash between fetch and record) calls this at start-up.
+        """
+        _check_repo(repo)
+        return self._cache.drop(f"{self.api_url}/repos/{repo}/pulls?")
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _request(self, url: str, *, etag: str | None = None) -> httpx.Response:
+        """One paced GET; returns a 200 (or a 304 when ``etag`` was sent), else raises."""
+        where = self._where(url)
+        self.pacer.acquire()
+        headers = {"If-None-Match": etag} if etag else None
+        try:
+            response = self._http.get(url, headers=headers)
+        except httpx.TransportError as exc:
+            raise self._fail(
+                f"no complete answer from GitHub for GET {where}: {type(exc).__name__}: {exc}",
+                NETWORK_ERROR,
+            ) from None
+        except httpx.DecodingError as exc:
+            raise self._fail(f"GET {where}: undecodable body: {exc}", MALFORMED_PAYLOAD) from None
+        except httpx.HTTPError as exc:
+            raise self._fail(f"GET {where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
+        status = response.status_code
+        if status == 200 or (status == 304 and etag):
+            return response
+        raise self._status_error(response, where)
+
+    def _status_error(self, response: httpx.Response, where: str) -> GitHubError:
+        status, headers = response.status_code, response.headers
+        text = self._error_text(response)
+        said = f"GitHub answered {status} for GET {where}: {text}"
+        if status == 401:
+            return self._fail(said, AUTH_ERROR, status=status)
+        if status in (403, 429):
+            secondary = "secondary rate limit" in text.lower() or "retry-after" in headers
+            if headers.get("x-ratelimit-remaining") == "0" and not secondary:
+                rate = parse_rate(headers)
+                reset_at = rate.reset if rate else self._clock() + timedelta(minutes=1)
+                self.pacer.defer_until(reset_at, RATE_LIMITED)
+                return self._fail(said, RATE_LIMITED, status=status, reset_at=reset_at)
+            if secondary or status == 429:
+                retry_after = _seconds(headers.get("retry-after"))
+                reset_at = self._clock() + timedelta(seconds=retry_after)
+                self.pacer.defer_until(reset_at, SECONDARY_RATE_LIMITED)
+                return self._fail(
+                    said,
+                    SECONDARY_RATE_LIMITED,
+                    status=status,
+                    retry_after=retry_after,
+                    reset_at=reset_at,
+                )
+        if status == 404:
+            return self._fail(said, NOT_FOUND, status=status)
+        if status >= 500:
+            return self._fail(said, SERVER_ERROR, status=status)
+        return self._fail(said, HTTP_ERROR, status=status)
+
+    def _fail(
+        self,
+        message: str,
+        reason: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        reset_at: datetime | None = None,
+    ) -> GitHubError:
+        message = redact(message, self._token)
+        level = (
+            logging.WARNING if reason in (RATE_LIMITED, SECONDARY_RATE_LIMITED) else logging.DEBUG
+        )
+        logger.log(level, "%s [%s]", message, reason)
+        return GitHubError(
+            message, reason, status=status, retry_after=retry_after, reset_at=reset_at
+        )
+
+    def _error_text(self, response: httpx.Response) -> str:
+        """GitHub's ``message`` (or the start of the body), one line, redacted."""
+        try:
+            payload = response.json()
+            text = payload.get("message") if isinstance(payload, dict) else None
+        except ValueError:
+            text = None
+        if not isinstance(text, str):
+            text = response.text[:_MESSAGE_LIMIT] or response.reason_phrase
+        text = " ".join(text.split())[:_MESSAGE_LIMIT]
+        return redact(text, self._token)
+
+    def _json(self, response: httpx.Response, kind: type[T], url: str) -> T:
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise self._fail(
+                f"GET {self._where(url)}: the body is not JSON ({type(exc).__name__})",
+                MALFORMED_PAYLOAD,
+                status=response.status_code,
+            ) from None
+        if not isinstance(payload, kind):
+            raise self._fail(
+                f"GET {self._where(url)}: expected a JSON {_json_name(kind)}, "
+                f"got {_json_name(type(payload))}",
+                MALFORMED_PAYLOAD,
+                status=response.status_code,
+            )
+        return payload
+
+    def _next_link(self, response: httpx.Response) -> str | None:
+        url = response.links.get("next", {}).get("url")
+        if url is None:
+            return None
+        target = httpx.URL(url)
+        # The Authorization header goes with every request: never follow it elsewhere.
+        if (target.scheme, target.host, target.port) != self._origin:
+            raise self._fail(
+                f"GitHub's next-page link leaves {self.api_url}: {self._where(url)}",
+                MALFORMED_PAYLOAD,
+                status=response.status_code,
+            )
+        return url
+
+    def _where(self, url: str) -> str:
+        target = httpx.URL(url)
+        path = target.raw_path.decode("ascii", errors="replace")
+        return redact(path, self._token)
+
+    def _log_skipped(self, repo: str, skipped: list[SkippedItem]) -> None:
+        for item in skipped:
+            logger.warning(
+                "skipped pull #%s of %s: %s [%s]",
+                item.number if item.number is not None else "?",
+                repo,
+                redact(item.detail, self._token),
+                item.reason,
+            )
+
+
+def _check_repo(repo: str) -> None:
+    if not _REPO.match(repo) or ".." in repo:
+        raise InvalidInput(f"a repository is owner/name, got {repo!r}", "invalid_repo")
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        seconds = float(value) if value is not None else DEFAULT_RETRY_AFTER
+    except ValueError:
+        return DEFAULT_RETRY_AFTER
+    return seconds if seconds >= 0 else DEFAULT_RETRY_AFTER
+
+
+def _as_list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise GitHubError(f"the {what} is not a list", MALFORMED_PAYLOAD)
+    return value
+
+
+def _unique(pulls: list[PullRequest]) -> list[PullRequest]:
+    seen: set[int] = set()
+    kept: list[PullRequest] = []
+    for pull in pulls:
+        if pull.number not in seen:
+            seen.add(pull.number)
+            kept.append(pull)
+    return kept
+
+
+def _json_name(kind: type[Any]) -> str:
+    names = {list: "array", dict: "object", str: "string", bool: "boolean", int: "integer"}
+    return names.get(kind, "null" if kind is type(None) else kind.__name__)
