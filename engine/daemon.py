@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor as FuturesPool
@@ -288,6 +289,8 @@ class Engine:
 
     def sync(self, force: bool = False) -> None:
         """Rebuild the timer from the database when anything changed there."""
+        if self._stopping.is_set():
+            return
         try:
             fingerprint = self.store.fingerprint()
             if not force and fingerprint == self._fingerprint:
@@ -347,23 +350,27 @@ class Engine:
             self._stopping.wait(0.2)
         self._drain(scheduler)
 
+    def _inflight_count(self) -> int:
+        with self._inflight_lock:
+            return len(self._inflight)
+
+    def _wait_for_inflight(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while self._inflight_count() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self._inflight_count() == 0
+
     def _drain(self, scheduler: BackgroundScheduler) -> None:
-        scheduler.pause()
-        for job in scheduler.get_jobs():
-            scheduler.remove_job(job.id)
-        done = threading.Event()
-
-        def wait_for_actions() -> None:
-            scheduler.shutdown(wait=True)
-            done.set()
-
-        waiter = threading.Thread(target=wait_for_actions, name="li-drain", daemon=True)
-        waiter.start()
-        if not done.wait(self.settings.shutdown_grace_seconds):
+        # shutdown(wait=True) would hold APScheduler's job-store lock while waiting for
+        # jobs, and a job touching the scheduler (sync, re-timing) would deadlock on it.
+        # So: stop the scheduler without waiting, then wait for our own actions.
+        self._stopping.set()
+        scheduler.shutdown(wait=False)
+        if not self._wait_for_inflight(self.settings.shutdown_grace_seconds):
             with self._inflight_lock:
                 pending = list(self._inflight.values())
             log.warning("cancelling %d running action(s) after the shutdown grace", len(pending))
             for cancel in pending:
                 cancel.set()
-            done.wait(self.settings.kill_grace_seconds + 10)
+            self._wait_for_inflight(self.settings.kill_grace_seconds + 10)
         self._scheduler = None

@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -169,3 +170,51 @@ class HttpCacheEntry(Base):
     link_next: Mapped[str | None] = mapped_column(Text)
     fetched_at: Mapped[datetime]
     status: Mapped[int] = mapped_column(Integer)
+
+
+class PollState(Base):
+    """The poller's memory of one github_poll schedule: cursor, held batch, health."""
+
+    __tablename__ = "poll_states"
+
+    schedule_id: Mapped[int] = mapped_column(
+        ForeignKey("schedules.id", ondelete="CASCADE"), primary_key=True
+    )
+    # Newest event time already handled; events strictly older are not offered again.
+    cursor_at: Mapped[datetime | None]
+    # Dispatchable events over the per-pass cap, fired first on later passes.
+    held_batch: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # Occurrence key -> refusals before launch (skipped after 3).
+    refusals: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    last_poll_at: Mapped[datetime | None]
+    last_healthy_poll_at: Mapped[datetime | None]
+    last_http_status: Mapped[int | None] = mapped_column(Integer)
+    last_error_reason: Mapped[str | None] = mapped_column(String(64))
+    last_error_message: Mapped[str | None] = mapped_column(Text)
+    rate_limit_reset_at: Mapped[datetime | None]
+    consecutive_auth_failures: Mapped[int] = mapped_column(Integer, default=0)
+    consecutive_errors: Mapped[int] = mapped_column(Integer, default=0)
+    poller_consecutive_cap_no_dispatch: Mapped[int] = mapped_column(Integer, default=0)
+    polls: Mapped[int] = mapped_column(Integer, default=0)
+    not_modified: Mapped[int] = mapped_column(Integer, default=0)
+    events_seen: Mapped[int] = mapped_column(Integer, default=0)
+    dispatched: Mapped[int] = mapped_column(Integer, default=0)
+    excluded: Mapped[int] = mapped_column(Integer, default=0)
+    held: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PollClaim(Base):
+    """One fired event: unique per (schedule, pull request, event time)."""
+
+    __tablename__ = "poll_claims"
+    __table_args__ = (
+        UniqueConstraint("schedule_id", "pr_number", "occurred_at", name="uq_poll_claims_event"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    schedule_id: Mapped[int] = mapped_column(ForeignKey("schedules.id", ondelete="CASCADE"))
+    pr_number: Mapped[int] = mapped_column(Integer)
+    occurred_at: Mapped[datetime]
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("schedule_runs.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

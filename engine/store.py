@@ -27,6 +27,7 @@ from engine.errors import Conflict, LiError, NotFound
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
+    PollState,
     RunStatus,
     Schedule,
     ScheduleRun,
@@ -128,6 +129,26 @@ def compute_next_fire(
     )
 
 
+def seed_poll_state(session: Session, row: Schedule, now: datetime) -> None:
+    """Create the poll state of a new github_poll schedule (after ``row`` is flushed).
+
+    The cursor starts at ``now`` so the open backlog is not fired, unless the schedule
+    asks for ``backfill`` (then every open pull request is an event).
+    """
+    if row.trigger_type != TriggerType.GITHUB_POLL:
+        return
+    backfill = bool((row.trigger_config or {}).get("backfill"))
+    session.add(
+        PollState(
+            schedule_id=row.id,
+            cursor_at=None if backfill else now,
+            held_batch=[],
+            refusals={},
+            updated_at=now,
+        )
+    )
+
+
 def _tail(text: str) -> str:
     encoded = text.encode("utf-8", errors="replace")
     if len(encoded) <= TAIL_LIMIT:
@@ -189,6 +210,7 @@ class Store:
             row = self._new_row(spec, managed_by, first_fire_at)
             session.add(row)
             session.flush()
+            seed_poll_state(session, row, row.created_at)
             return row
 
         result: Schedule = self._run(work)
@@ -291,7 +313,10 @@ class Store:
             for item in items:
                 if item.action is PlanAction.CREATE:
                     assert item.spec is not None
-                    session.add(self._new_row(item.spec, owner))
+                    row = self._new_row(item.spec, owner)
+                    session.add(row)
+                    session.flush()
+                    seed_poll_state(session, row, now)
                 elif item.action is PlanAction.UPDATE:
                     assert item.spec is not None
                     row = self._by_name(session, item.name, lock=True)
