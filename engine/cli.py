@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TypeVar
@@ -29,6 +29,7 @@ from engine.config import Settings
 from engine.daemon import Engine, registered_engine
 from engine.durations import format_duration, parse_duration
 from engine.errors import InvalidInput, LiError, NotFound
+from engine.github import GitHubClient
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -37,6 +38,9 @@ from engine.models import (
     ScheduleRun,
     TriggerType,
 )
+from engine.pollconfig import parse_filter, parse_repo, validate_poll_config
+from engine.polling import poll_once
+from engine.pollstore import PollStore
 from engine.scheduleset import (
     PlanAction,
     dump_schedule_set,
@@ -45,6 +49,7 @@ from engine.scheduleset import (
     plan_has_errors,
 )
 from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_spec
+from engine.status import schedule_health
 from engine.store import Store, spec_of
 
 EXIT_RUN_NOT_SUCCEEDED = 7
@@ -276,6 +281,34 @@ def db_current() -> None:
 # -- li schedule add ----------------------------------------------------------------------
 
 
+def github_trigger_config(
+    repo: str,
+    poll_interval: str,
+    filters: list[str],
+    event: str,
+    max_fires_per_poll: int,
+    page_limit: int | None,
+    backfill: bool,
+) -> dict[str, Any]:
+    """The validated trigger_config of ``li schedule add --github``."""
+    parsed: dict[str, Any] = {}
+    for text in filters:
+        key, value = parse_filter(text)
+        if key in parsed:
+            raise InvalidInput(f"--filter {key} given twice", "invalid_filter")
+        parsed[key] = value
+    data: dict[str, Any] = {
+        "repo": parse_repo(repo),
+        "poll_interval_seconds": parse_duration(poll_interval, what="--poll-interval"),
+        "filters": parsed,
+        "event": event,
+        "max_fires_per_poll": max_fires_per_poll,
+        "backfill": backfill,
+        "page_limit": page_limit,
+    }
+    return validate_poll_config(data).model_dump(mode="json")
+
+
 @schedule_app.command("add")
 def schedule_add(
     name: str = typer.Argument(..., help="Unique schedule name."),
@@ -293,6 +326,21 @@ def schedule_add(
     overlap: OverlapPolicy = typer.Option(
         OverlapPolicy.SKIP, "--overlap", help="skip or allow a fire while one runs."
     ),
+    github: str | None = typer.Option(
+        None, "--github", help="OWNER/REPO: poll its pull requests, fire per event."
+    ),
+    poll_interval: str = typer.Option("2m", "--poll-interval", help="github: poll period."),
+    filters: list[str] = typer.Option(
+        [], "--filter", help="github: state=open, base=BRANCH, draft=BOOL, same_repo_only=BOOL."
+    ),
+    event: str = typer.Option("pr_updated", "--event", help="github: pr_updated|pr_merged."),
+    max_fires_per_poll: int = typer.Option(10, "--max-fires-per-poll", help="github: cap."),
+    page_limit: int | None = typer.Option(
+        None, "--page-limit", help="github: pages a scan may read (5..100)."
+    ),
+    backfill: bool = typer.Option(
+        False, "--backfill", help="github: fire the open backlog too (cursor unset)."
+    ),
     disabled: bool = typer.Option(False, "--disabled", help="Add it paused."),
     as_json: bool = typer.Option(False, "--json", help="Print the schedule as JSON."),
 ) -> None:
@@ -300,14 +348,23 @@ def schedule_add(
 
     def work() -> None:
         config = settings()
-        if (cron is None) == (every is None):
-            raise InvalidInput("give exactly one of --cron or --every", "invalid_trigger")
+        if sum(x is not None for x in (cron, every, github)) != 1:
+            raise InvalidInput("give exactly one of --cron, --every or --github", "invalid_trigger")
         if timezone is not None and cron is None:
             raise InvalidInput("--timezone applies to --cron only", "invalid_trigger")
+        if github is not None:
+            trigger_type = TriggerType.GITHUB_POLL
+            trigger_config = github_trigger_config(
+                github, poll_interval, filters, event, max_fires_per_poll, page_limit, backfill
+            )
+        else:
+            trigger_type = TriggerType.CRON if cron is not None else TriggerType.INTERVAL
+            trigger_config = {}
         spec = ScheduleSpec(
             name=name,
             enabled=not disabled,
-            trigger_type=TriggerType.CRON if cron is not None else TriggerType.INTERVAL,
+            trigger_type=trigger_type,
+            trigger_config=trigger_config,
             cron=cron,
             timezone=(timezone or "UTC") if cron is not None else None,
             interval_seconds=parse_duration(every, what="--every") if every else None,
@@ -677,5 +734,163 @@ def engine_status(as_json: bool = typer.Option(False, "--json")) -> None:
                 for d in data
             ],
         )
+
+    guarded(work)
+
+
+# -- li schedule cursor / health / preview -------------------------------------------------
+
+
+def parse_moment(text: str) -> datetime:
+    """An ISO 8601 moment with a zone (``2026-01-01T12:00:00Z``); ``invalid_value`` else."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"{text!r} is not an ISO 8601 time", "invalid_value") from None
+    if moment.tzinfo is None:
+        raise InvalidInput(f"{text!r} has no timezone (add Z or +00:00)", "invalid_value")
+    return moment.astimezone(UTC)
+
+
+def github_schedule(store: Store, name: str) -> Schedule:
+    row = store.get_schedule(name)
+    if row.trigger_type != TriggerType.GITHUB_POLL:
+        raise InvalidInput(
+            f"{name} is a {row.trigger_type} schedule, not github_poll", "not_github_poll"
+        )
+    return row
+
+
+@schedule_app.command("cursor")
+def schedule_cursor(
+    name: str,
+    set_to: str | None = typer.Option(None, "--set", help="Move the cursor to this time."),
+    reason: str | None = typer.Option(None, "--reason", help="Why (recorded in the runs)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show a github_poll schedule's cursor, or move it (recorded in the run history)."""
+
+    def work() -> None:
+        store = open_store(settings())
+        row = github_schedule(store, name)
+        polls = PollStore(store)
+        if set_to is None:
+            if reason is not None:
+                raise InvalidInput("--reason goes with --set", "invalid_value")
+            state = polls.get_state(row.id)
+            data = {
+                "name": name,
+                "cursor_at": iso(state.cursor_at),
+                "held_batch": len(state.held_batch or []),
+            }
+            if as_json:
+                emit_json(data)
+            else:
+                typer.echo(
+                    f"{name}: cursor {data['cursor_at'] or 'unset (backfill)'}, "
+                    f"{data['held_batch']} held event(s)"
+                )
+            return
+        if not reason or not reason.strip():
+            raise InvalidInput("--set needs --reason TEXT", "reason_required")
+        moment = parse_moment(set_to)
+        before, run = polls.set_cursor(row.id, moment, reason=reason.strip(), operator="cli")
+        if as_json:
+            emit_json(
+                {
+                    "name": name,
+                    "cursor_from": iso(before),
+                    "cursor_at": iso(moment),
+                    "run_id": run.id,
+                }
+            )
+        else:
+            typer.echo(
+                f"{name}: cursor moved from {iso(before) or 'unset'} to {iso(moment)} "
+                f"(run {run.id})"
+            )
+
+    guarded(work)
+
+
+@schedule_app.command("health")
+def schedule_health_cmd(
+    name: str | None = typer.Argument(None, help="Only this schedule."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Health of schedules: healthy, stale, blind, rate_limited, overdue, failing ..."""
+
+    def work() -> None:
+        report = schedule_health(open_store(settings()), name)
+        if as_json:
+            emit_json([item.to_json() for item in report])
+            return
+        table(
+            ["name", "state", "last poll", "cursor", "causes"],
+            [
+                [
+                    item.name,
+                    item.health.state.value,
+                    iso(item.facts.last_poll_at),
+                    iso(item.cursor_at),
+                    "; ".join(c.message for c in item.health.causes) or None,
+                ]
+                for item in report
+            ],
+        )
+        for item in report:
+            for cause in item.health.causes:
+                if cause.advice:
+                    typer.echo(f"{item.name}: {cause.code}: {cause.advice}")
+
+    guarded(work)
+
+
+@schedule_app.command("preview")
+def schedule_preview(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Poll now without firing or moving the cursor: each event, and the argv it would run."""
+
+    def work() -> None:
+        config = settings()
+        store = open_store(config)
+        row = github_schedule(store, name)
+        polls = PollStore(store)
+        ticket = polls.claim_poll(row.id, "preview", peek=True)
+        if ticket is None:
+            raise NotFound(f"no schedule named {name!r}", "schedule_not_found")
+        # A private in-memory ETag cache: a preview must never turn the engine's next
+        # poll into a 304 that hides these events.
+        with GitHubClient(config) as client:
+            report = poll_once(polls, config, client, ticket, "preview", dry_run=True)
+        items = [
+            {
+                "pr_number": d.event.pr_number,
+                "at": iso(d.event.at),
+                "dispatchable": d.decision in ("would_fire", "held"),
+                "decision": d.decision,
+                "argv": d.argv,
+            }
+            for d in report.decisions
+        ]
+        if as_json:
+            emit_json(
+                {
+                    "name": name,
+                    "status": report.status,
+                    "scan_complete": report.scan_complete,
+                    "events": items,
+                }
+            )
+        else:
+            typer.echo(
+                f"{name}: poll {report.status}, scan "
+                f"{'complete' if report.scan_complete else 'INCOMPLETE'}, "
+                f"{len(items)} event(s)"
+            )
+            for item in items:
+                argv = json.dumps(item["argv"]) if item["argv"] else ""
+                typer.echo(f"  #{item['pr_number']} {item['at']} {item['decision']} {argv}")
+        if report.status not in ("ok", "not_modified"):
+            raise LiError(f"poll of {name} failed", report.status)
 
     guarded(work)

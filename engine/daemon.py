@@ -28,8 +28,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, wait
 from concurrent.futures import ThreadPoolExecutor as FuturesPool
-from concurrent.futures import wait
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,11 +41,14 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from engine import db as dbmod
-from engine.actions import fire_schedule
+from engine.actions import execute_claim, fire_schedule
 from engine.config import Settings
 from engine.errors import Conflict, LiError
-from engine.models import OverlapPolicy, ScheduleRun
-from engine.store import Claim, Store
+from engine.github import GitHubClient, SqlEtagCache
+from engine.models import RunStatus, ScheduleRun, TriggerType
+from engine.polling import PassReport, poll_once
+from engine.pollstore import PollStore
+from engine.store import Claim, FinishedRun, Store
 
 log = logging.getLogger(__name__)
 
@@ -125,10 +128,23 @@ class Engine:
     """One engine process. Construct, then :meth:`run_once` or :meth:`run_forever`."""
 
     def __init__(
-        self, settings: Settings, store: Store, clock: Callable[[], datetime] | None = None
+        self,
+        settings: Settings,
+        store: Store,
+        clock: Callable[[], datetime] | None = None,
+        github: GitHubClient | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
+        self.polls = PollStore(store)
+        self._github = github
+        # One slot per running command, shared by cron/interval fires and poll events.
+        self._slots = threading.BoundedSemaphore(settings.max_concurrent_actions)
+        self._event_pool = FuturesPool(
+            max_workers=settings.max_concurrent_actions, thread_name_prefix="li-event"
+        )
+        self._event_futures: list[Future[ScheduleRun | None]] = []
+        self._event_futures_lock = threading.Lock()
         self.clock = clock or store.clock
         self.engine_id = f"engine-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.errors: collections.deque[str] = collections.deque(maxlen=10)
@@ -163,6 +179,7 @@ class Engine:
                 )
             if others and path is None:
                 log.info("%d other engine(s) are live; leases keep fires exclusive", len(others))
+            self._forget_poll_etags()
         except BaseException:
             self._release_lock()
             raise
@@ -173,11 +190,33 @@ class Engine:
             self._lock = None
 
     def close(self) -> None:
-        """Mark this engine stopped (releasing its leases) and free the file lock."""
+        """Wait for launched events, mark this engine stopped (releasing its leases) and
+        free the file lock."""
         try:
+            self._event_pool.shutdown(wait=True)
             self.store.stop_engine(self.engine_id)
         finally:
+            if self._github is not None:
+                self._github.close()
             self._release_lock()
+
+    @property
+    def github(self) -> GitHubClient:
+        """The process's GitHub client (ETags in the database, one pacer per token)."""
+        if self._github is None:
+            self._github = GitHubClient(self.settings, cache=SqlEtagCache(self.store.engine))
+        return self._github
+
+    def _forget_poll_etags(self) -> None:
+        # A previous process may have fetched a listing and died before acting on it;
+        # its ETag would hide those events behind a 304. So every process starts with a
+        # full listing per repository.
+        repos = {str(config.get("repo")) for _, _, config in self.polls.github_schedules()}
+        for repo in sorted(r for r in repos if r and r != "None"):
+            try:
+                self.github.forget_pulls(repo)
+            except LiError as exc:
+                self._record_error(f"dropping cached listing of {repo}", exc)
 
     def request_stop(self) -> None:
         """Stop taking new work (safe to call from a signal handler)."""
@@ -195,24 +234,35 @@ class Engine:
             log.exception("could not record the engine error")
 
     def fire(
-        self, schedule_id: int, on_claimed: Callable[[Claim], None] | None = None
+        self,
+        schedule_id: int,
+        on_claimed: Callable[[Claim], None] | None = None,
+        trigger_type: str | None = None,
     ) -> ScheduleRun | None:
-        """Try to fire one schedule; errors are recorded, never raised."""
+        """Try to fire one schedule; errors are recorded, never raised.
+
+        A github_poll schedule runs a poll pass instead; its events are launched in the
+        background (see :meth:`poll`) and None is returned.
+        """
         if self._stopping.is_set():
+            return None
+        if trigger_type == TriggerType.GITHUB_POLL:
+            self.poll(schedule_id)
             return None
         cancel = threading.Event()
         token = id(cancel)
         with self._inflight_lock:
             self._inflight[token] = cancel
         try:
-            return fire_schedule(
-                self.store,
-                self.settings,
-                schedule_id,
-                self.engine_id,
-                cancel=cancel,
-                on_claimed=on_claimed,
-            )
+            with self._slots:
+                return fire_schedule(
+                    self.store,
+                    self.settings,
+                    schedule_id,
+                    self.engine_id,
+                    cancel=cancel,
+                    on_claimed=on_claimed,
+                )
         except Exception as exc:
             self._record_error(f"fire of schedule {schedule_id}", exc)
             return None
@@ -220,35 +270,108 @@ class Engine:
             with self._inflight_lock:
                 self._inflight.pop(token, None)
 
+    def poll(self, schedule_id: int, *, manual: bool = False) -> PassReport | None:
+        """One poll pass of a github_poll schedule (None: not due or polled elsewhere)."""
+        try:
+            ticket = self.polls.claim_poll(schedule_id, self.engine_id, manual=manual)
+            if ticket is None:
+                return None
+            return poll_once(
+                self.polls,
+                self.settings,
+                self.github,
+                ticket,
+                self.engine_id,
+                launch=self.launch_event,
+            )
+        except Exception as exc:
+            self._record_error(f"poll of schedule {schedule_id}", exc)
+            return None
+
+    def launch_event(self, claim: Claim) -> None:
+        """Run a claimed event's command in the background (under the global cap)."""
+        future = self._event_pool.submit(self._run_event, claim)
+        with self._event_futures_lock:
+            if self._scheduler is not None:
+                # As a daemon nobody collects results: keep only what is still running.
+                self._event_futures = [f for f in self._event_futures if not f.done()]
+            self._event_futures.append(future)
+
+    def _run_event(self, claim: Claim) -> ScheduleRun | None:
+        cancel = threading.Event()
+        token = id(cancel)
+        with self._inflight_lock:
+            self._inflight[token] = cancel
+        try:
+            if self._stopping.is_set():
+                self.store.finish_run(
+                    claim.run_id,
+                    FinishedRun(status=RunStatus.CANCELLED, reason="engine_shutdown"),
+                    owner=self.engine_id,
+                )
+            else:
+                with self._slots:
+                    execute_claim(self.store, self.settings, claim, self.engine_id, cancel=cancel)
+            return self.store.get_run(claim.run_id)
+        except Exception as exc:
+            self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
+            try:
+                self.store.finish_run(
+                    claim.run_id,
+                    FinishedRun(
+                        status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)
+                    ),
+                    owner=self.engine_id,
+                )
+            except LiError:
+                log.exception("could not record the failure of run %s", claim.run_id)
+            return None
+        finally:
+            with self._inflight_lock:
+                self._inflight.pop(token, None)
+
+    def wait_for_events(self) -> list[ScheduleRun]:
+        """Wait for every launched event run; their final run rows."""
+        with self._event_futures_lock:
+            futures, self._event_futures = self._event_futures, []
+        wait(futures)
+        return [run for f in futures if (run := f.result()) is not None]
+
     def run_once(self) -> list[ScheduleRun]:
-        """Fire everything due now (at most ``max_concurrent_actions`` at once), wait."""
+        """Fire everything due now (polls included), wait for every launched command.
+
+        At most ``max_concurrent_actions`` commands run at once.
+        """
         due = self.store.due_schedules(self.clock())
         results: list[ScheduleRun] = []
         with FuturesPool(
-            max_workers=self.settings.max_concurrent_actions, thread_name_prefix="li-action"
+            max_workers=self.settings.max_concurrent_actions + 2,
+            thread_name_prefix="li-once",
         ) as pool:
-            futures = [pool.submit(self.fire, item.id) for item in due]
+            futures = [pool.submit(self.fire, item.id, None, item.trigger_type) for item in due]
             wait(futures)
         for future in futures:
             run = future.result()
             if run is not None:
                 results.append(run)
+        results.extend(self.wait_for_events())
         return results
 
     # -- the daemon -----------------------------------------------------------------
 
-    def _job_kwargs(self) -> dict[str, Any]:
+    def _job_kwargs(self, trigger_type: str) -> dict[str, Any]:
         # Overlap is decided by the database lease, not by APScheduler: an instance
         # skipped by max_instances would leave the schedule un-timed and unrecorded.
+        polls = trigger_type == TriggerType.GITHUB_POLL
         return {
             "misfire_grace_time": MISFIRE_GRACE_SECONDS,
             "coalesce": True,
             "max_instances": self.settings.max_concurrent_actions,
-            "executor": "actions",
+            "executor": "polls" if polls else "actions",
             "replace_existing": True,
         }
 
-    def _time_job(self, schedule_id: int, next_fire_at: datetime | None, overlap: str) -> None:
+    def _time_job(self, schedule_id: int, next_fire_at: datetime | None, trigger_type: str) -> None:
         scheduler = self._scheduler
         if scheduler is None or self._stopping.is_set():
             return
@@ -265,23 +388,24 @@ class Engine:
             self._fire_job,
             trigger=DateTrigger(run_date=run_at, timezone=UTC),
             id=job_id,
-            args=[schedule_id],
-            **self._job_kwargs(),
+            args=[schedule_id, trigger_type],
+            **self._job_kwargs(trigger_type),
         )
 
-    def _fire_job(self, schedule_id: int) -> None:
+    def _fire_job(self, schedule_id: int, trigger_type: str) -> None:
         def retime(claim: Claim) -> None:
             timing = self.store.timing_of(claim.schedule_id)
             if timing is not None:
                 self._time_job(claim.schedule_id, *timing)
 
-        run = self.fire(schedule_id, on_claimed=retime)
+        run = self.fire(schedule_id, on_claimed=retime, trigger_type=trigger_type)
         if run is None or run.status == "refused":
-            # Not ours (another engine fired it, or it was edited): follow the table.
+            # A poll pass, or not ours (another engine fired it, or it was edited):
+            # follow the table.
             try:
                 timing = self.store.timing_of(schedule_id)
                 if timing is None:
-                    self._time_job(schedule_id, None, OverlapPolicy.SKIP.value)
+                    self._time_job(schedule_id, None, trigger_type)
                 else:
                     self._time_job(schedule_id, *timing)
             except Exception as exc:
@@ -303,8 +427,8 @@ class Engine:
             for job in scheduler.get_jobs():
                 if job.id.isdigit() and int(job.id) not in table:
                     scheduler.remove_job(job.id)
-            for schedule_id, (next_fire_at, overlap) in table.items():
-                self._time_job(schedule_id, next_fire_at, overlap)
+            for schedule_id, (next_fire_at, trigger_type) in table.items():
+                self._time_job(schedule_id, next_fire_at, trigger_type)
         except Exception as exc:
             self._record_error("sync", exc)
 
@@ -320,6 +444,7 @@ class Engine:
             timezone=UTC,
             executors={
                 "actions": ThreadPoolExecutor(self.settings.max_concurrent_actions),
+                "polls": ThreadPoolExecutor(2),
                 "default": ThreadPoolExecutor(2),
             },
         )

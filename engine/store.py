@@ -14,7 +14,7 @@ leaves a run row that start-up recovery resolves (see docs/engine.md).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -72,12 +72,13 @@ class FinishedRun:
     finished_at: datetime | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class DueSchedule:
+    """A schedule due now: its id, due time and trigger type."""
+
     id: int
     next_fire_at: datetime | None
-    overlap: str = OverlapPolicy.SKIP.value
-    extra: dict[str, Any] = field(default_factory=dict)
+    trigger_type: str
 
 
 def spec_of(row: Schedule) -> ScheduleSpec:
@@ -138,10 +139,12 @@ def seed_poll_state(session: Session, row: Schedule, now: datetime) -> None:
     if row.trigger_type != TriggerType.GITHUB_POLL:
         return
     backfill = bool((row.trigger_config or {}).get("backfill"))
+    # GitHub stamps to the second: a cursor with microseconds would pass over a pull
+    # request updated earlier in the same second.
     session.add(
         PollState(
             schedule_id=row.id,
-            cursor_at=None if backfill else now,
+            cursor_at=None if backfill else now.replace(microsecond=0),
             held_batch=[],
             refusals={},
             updated_at=now,
@@ -418,7 +421,7 @@ class Store:
 
         def work(session: Session) -> list[DueSchedule]:
             rows = session.execute(
-                select(Schedule.id, Schedule.next_fire_at, Schedule.overlap)
+                select(Schedule.id, Schedule.next_fire_at, Schedule.trigger_type)
                 .where(
                     Schedule.enabled.is_(True),
                     Schedule.next_fire_at.is_not(None),
@@ -426,17 +429,17 @@ class Store:
                 )
                 .order_by(Schedule.next_fire_at, Schedule.id)
             )
-            return [DueSchedule(id=r[0], next_fire_at=r[1], overlap=r[2]) for r in rows]
+            return [DueSchedule(id=r[0], next_fire_at=r[1], trigger_type=r[2]) for r in rows]
 
         result: list[DueSchedule] = self._run(work)
         return result
 
     def timetable(self) -> dict[int, tuple[datetime | None, str]]:
-        """``{id: (next_fire_at, overlap)}`` of every enabled schedule (for the timer)."""
+        """``{id: (next_fire_at, trigger_type)}`` of every enabled schedule (the timer's)."""
 
         def work(session: Session) -> dict[int, tuple[datetime | None, str]]:
             rows = session.execute(
-                select(Schedule.id, Schedule.next_fire_at, Schedule.overlap).where(
+                select(Schedule.id, Schedule.next_fire_at, Schedule.trigger_type).where(
                     Schedule.enabled.is_(True)
                 )
             )
@@ -553,11 +556,11 @@ class Store:
         return result
 
     def timing_of(self, schedule_id: int) -> tuple[datetime | None, str] | None:
-        """``(next_fire_at, overlap)`` of an enabled schedule; None if disabled or gone."""
+        """``(next_fire_at, trigger_type)`` of an enabled schedule; None if disabled/gone."""
 
         def work(session: Session) -> tuple[datetime | None, str] | None:
             row = session.execute(
-                select(Schedule.enabled, Schedule.next_fire_at, Schedule.overlap).where(
+                select(Schedule.enabled, Schedule.next_fire_at, Schedule.trigger_type).where(
                     Schedule.id == schedule_id
                 )
             ).one_or_none()

@@ -1,0 +1,101 @@
+"""Health of schedules as the CLI shows it: store facts -> :func:`engine.health.assess`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from engine.health import Health, PollHealthFacts, assess, health_json
+from engine.models import PollState, Schedule, TriggerType
+from engine.pollconfig import validate_poll_config
+from engine.polling import page_limit
+from engine.pollstore import PollStore
+from engine.store import Store
+
+COUNTERS = ("polls", "not_modified", "events_seen", "dispatched", "excluded", "held")
+
+
+@dataclass(frozen=True)
+class ScheduleHealth:
+    """One schedule's derived health, with the facts it came from."""
+
+    name: str
+    health: Health
+    facts: PollHealthFacts
+    cursor_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``li schedule health --json`` form."""
+        facts = self.facts
+        return {
+            "name": self.name,
+            **health_json(self.health),
+            "cursor_at": _iso(self.cursor_at),
+            "last_poll_at": _iso(facts.last_poll_at),
+            "last_healthy_poll_at": _iso(facts.last_healthy_poll_at),
+            "last_http_status": facts.last_http_status,
+            "last_error_reason": facts.last_error_reason,
+            "consecutive_auth_failures": facts.consecutive_auth_failures,
+            "consecutive_errors": facts.consecutive_errors,
+            "poller_consecutive_cap_no_dispatch": facts.consecutive_cap_no_dispatch,
+            "counters": dict(facts.counters),
+        }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds").replace("+00:00", "Z") if value else None
+
+
+def facts_for(
+    row: Schedule, state: PollState | None, latest_status: str | None, latest_reason: str | None
+) -> PollHealthFacts:
+    """Flatten a schedule row, its poll state and its newest run for :func:`assess`."""
+    interval: int | None = row.interval_seconds
+    limit = 0
+    if row.trigger_type == TriggerType.GITHUB_POLL:
+        try:
+            config = validate_poll_config(row.trigger_config)
+            interval, limit = config.poll_interval_seconds, page_limit(config)
+        except Exception:  # an invalid stored config shows up as the poll's error
+            interval, limit = 120, 0
+    return PollHealthFacts(
+        enabled=row.enabled,
+        trigger_type=row.trigger_type,
+        poll_interval_seconds=interval,
+        page_limit=limit,
+        last_poll_at=state.last_poll_at if state else None,
+        last_healthy_poll_at=state.last_healthy_poll_at if state else None,
+        last_http_status=state.last_http_status if state else None,
+        last_error_reason=state.last_error_reason if state else None,
+        rate_limit_reset_at=state.rate_limit_reset_at if state else None,
+        consecutive_auth_failures=state.consecutive_auth_failures if state else 0,
+        consecutive_errors=state.consecutive_errors if state else 0,
+        consecutive_cap_no_dispatch=state.poller_consecutive_cap_no_dispatch if state else 0,
+        latest_run_status=latest_status,
+        latest_run_reason=latest_reason,
+        counters={name: int(getattr(state, name)) for name in COUNTERS} if state else {},
+    )
+
+
+def schedule_health(
+    store: Store, name: str | None = None, now: datetime | None = None
+) -> list[ScheduleHealth]:
+    """Health of one schedule (``name``) or of all, ordered by name."""
+    rows = [store.get_schedule(name)] if name is not None else store.list_schedules()
+    polls = PollStore(store)
+    moment = now or store.clock()
+    result = []
+    for row in rows:
+        state = polls.get_state(row.id) if row.trigger_type == TriggerType.GITHUB_POLL else None
+        runs = [r for r in store.list_runs(row.name, limit=5) if r.reason != "cursor_set"]
+        latest = runs[0] if runs else None
+        facts = facts_for(
+            row, state, latest.status if latest else None, latest.reason if latest else None
+        )
+        result.append(
+            ScheduleHealth(
+                row.name, assess(facts, moment), facts, state.cursor_at if state else None
+            )
+        )
+    return result
