@@ -9,11 +9,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import daemon_idle, fire_overhead
+from bench import daemon_idle, fire_overhead, poll
 
-FULL = {"fires": 200, "schedules": 10_000, "idle_seconds": 10.0}
-QUICK = {"fires": 50, "schedules": 2_000, "idle_seconds": 3.0}
-BENCHMARKS = ("fire_overhead", "daemon_idle")
+FULL = {"fires": 200, "schedules": 10_000, "idle_seconds": 10.0, "repos": 500, "passes": 5}
+QUICK = {"fires": 50, "schedules": 2_000, "idle_seconds": 3.0, "repos": 100, "passes": 2}
+BENCHMARKS = ("fire_overhead", "daemon_idle", "poll")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,8 +26,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help=(
             f"smaller runs: {QUICK['fires']} fires, {QUICK['schedules']:,} schedules, "
-            f"{QUICK['idle_seconds']:g} s idle (default {FULL['fires']}, "
-            f"{FULL['schedules']:,}, {FULL['idle_seconds']:g} s)"
+            f"{QUICK['idle_seconds']:g} s idle, {QUICK['repos']} polled repositories x "
+            f"{QUICK['passes']} idle passes (default {FULL['fires']}, "
+            f"{FULL['schedules']:,}, {FULL['idle_seconds']:g} s, {FULL['repos']} x "
+            f"{FULL['passes']})"
         ),
     )
     parser.add_argument(
@@ -70,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
                 int(sizes["schedules"]), sizes["idle_seconds"], workdir, options.database_url
             )
             _emit([*daemon_idle.report(backend, base, loaded), ""])
+        if "poll" in chosen:
+            polled = poll.measure(
+                int(sizes["repos"]), int(sizes["passes"]), workdir, options.database_url
+            )
+            _emit([*poll.report(polled), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

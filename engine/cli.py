@@ -29,7 +29,7 @@ from engine.config import Settings
 from engine.daemon import Engine, registered_engine
 from engine.durations import format_duration, parse_duration
 from engine.errors import InvalidInput, LiError, NotFound
-from engine.github import GitHubClient
+from engine.github import github_client
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -860,7 +860,7 @@ def schedule_preview(name: str, as_json: bool = typer.Option(False, "--json")) -
             raise NotFound(f"no schedule named {name!r}", "schedule_not_found")
         # A private in-memory ETag cache: a preview must never turn the engine's next
         # poll into a 304 that hides these events.
-        with GitHubClient(config) as client:
+        with github_client(config) as client:
             report = poll_once(polls, config, client, ticket, "preview", dry_run=True)
         items = [
             {

@@ -80,6 +80,8 @@ class Settings:
     heartbeat_interval_seconds: float = 5.0
     github_api_url: str = "https://api.github.com"
     github_token: str | None = field(default=None, repr=False)
+    github_timeout_seconds: float = 30.0
+    github_requests_per_minute: float = 600.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -105,6 +107,13 @@ class Settings:
             or 2.0,
             github_api_url=(env.get("GITHUB_API_URL") or "https://api.github.com").rstrip("/"),
             github_token=token,
+            github_timeout_seconds=_parse_seconds(
+                env.get("LI_GITHUB_TIMEOUT", "30"), "LI_GITHUB_TIMEOUT"
+            )
+            or 30.0,
+            github_requests_per_minute=float(
+                _parse_positive_int(env.get("LI_GITHUB_RATE", "600"), "LI_GITHUB_RATE")
+            ),
         )
 
     def read_environment(

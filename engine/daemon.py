@@ -44,7 +44,7 @@ from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.config import Settings
 from engine.errors import Conflict, LiError
-from engine.github import GitHubClient, SqlEtagCache
+from engine.github import GitHubClient, SqlEtagCache, github_client
 from engine.models import RunStatus, ScheduleRun, TriggerType
 from engine.polling import PassReport, poll_once
 from engine.pollstore import PollStore
@@ -204,7 +204,7 @@ class Engine:
     def github(self) -> GitHubClient:
         """The process's GitHub client (ETags in the database, one pacer per token)."""
         if self._github is None:
-            self._github = GitHubClient(self.settings, cache=SqlEtagCache(self.store.engine))
+            self._github = github_client(self.settings, SqlEtagCache(self.store.engine))
         return self._github
 
     def _forget_poll_etags(self) -> None:

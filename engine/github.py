@@ -878,3 +878,16 @@ def _unique(pulls: list[PullRequest]) -> list[PullRequest]:
 def _json_name(kind: type[Any]) -> str:
     names = {list: "array", dict: "object", str: "string", bool: "boolean", int: "integer"}
     return names.get(kind, "null" if kind is type(None) else kind.__name__)
+
+
+def github_client(settings: Settings, cache: EtagCache | None = None) -> GitHubClient:
+    """The client a process uses: the settings' timeout and its token's shared pacer at
+    ``LI_GITHUB_RATE`` requests a minute."""
+    identity = token_identity(settings.github_token)
+    return GitHubClient(
+        settings,
+        cache=cache,
+        pacer=pacer_for(identity, settings.github_requests_per_minute),
+        connect_timeout=min(10.0, settings.github_timeout_seconds),
+        read_timeout=settings.github_timeout_seconds,
+    )

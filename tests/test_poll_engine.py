@@ -18,9 +18,10 @@ from engine.models import RunStatus, ScheduleRun, TriggerType
 from engine.pollconfig import validate_poll_config
 from engine.polling import poll_once
 from engine.pollstore import PollStore
+from engine.scheduleset import PlanAction, PlanItem
 from engine.spec import ScheduleSpec
 from engine.status import schedule_health
-from engine.store import Store
+from engine.store import Store, spec_of
 from tests.factories import FakeClock, settings_for
 from tests.ghsim import GitHubSim
 
@@ -376,3 +377,48 @@ def test_a_claim_whose_process_never_launched_is_abandoned_not_refired(world: Wo
     [run] = world.store.list_runs("watch")
     assert (run.status, run.reason) == (RunStatus.CANCELLED.value, "abandoned_before_launch")
     assert run.trigger_context["pr_number"] == pr.number
+
+
+def test_a_secondary_limit_is_recorded_and_honoured(world: World) -> None:
+    sid = world.add()
+    before = world.cursor(sid)
+    world.clock.advance(1)
+    pr = world.sim.open_pr(REPO, "feature", {"a.py": "1\n"})
+    world.sim.inject_secondary_limit(retry_after=1, path_regex=r"/pulls$")
+    assert world.poll() == []
+    state = PollStore(world.store).get_state(sid)
+    assert state.last_error_reason == "secondary_rate_limited"
+    assert world.cursor(sid) == before
+    assert fired_prs(world.poll()) == [pr.number]
+
+
+def test_a_slow_github_times_out_as_a_network_error(world: World) -> None:
+    sid = world.add()
+    world.sim.inject_fault("GET", r"/pulls$", delay=2.0)
+    assert world.poll(github_timeout_seconds=0.3) == []
+    assert PollStore(world.store).get_state(sid).last_error_reason == "network_error"
+
+
+def test_a_scan_capped_three_times_makes_the_schedule_overdue(world: World) -> None:
+    sid = world.add(max_fires_per_poll=500)
+    world.clock.advance(1)
+    for i in range(301):  # more than the default 3 pages of 100 since the cursor
+        world.sim.open_pr(REPO, f"p{i}", {f"p{i}.py": "1\n"})
+    before = world.cursor(sid)
+    for attempt in range(3):
+        assert world.poll() == [], attempt
+        assert world.cursor(sid) == before
+    state = PollStore(world.store).get_state(sid)
+    assert state.poller_consecutive_cap_no_dispatch == 3
+    [health] = schedule_health(world.store, "watch")
+    assert health.health.state is HealthState.OVERDUE
+    assert any("page_limit" in (c.advice or "") for c in health.health.causes)
+    # The operator raises the page limit: the scan completes, every event fires once.
+    row = world.store.get_schedule("watch")
+    raised = validate_poll_config({**row.trigger_config, "page_limit": 5})
+    spec = spec_of(row).model_copy(update={"trigger_config": raised.model_dump(mode="json")})
+    world.store.apply_plan([PlanItem(PlanAction.UPDATE, "watch", spec, ("trigger_config",))], "ops")
+    world.clock.advance(120)
+    runs = world.poll()
+    assert fired_prs(runs) == list(range(1, 302))
+    assert PollStore(world.store).get_state(sid).poller_consecutive_cap_no_dispatch == 0
