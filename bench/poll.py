@@ -290,14 +290,10 @@ def _engine_passes(
     wall = time.perf_counter() - wall
     sim_cpu = _sim_delta(sim_cpu, sim.cpu_seconds())
     units = sim.core_used(ENGINE_TOKEN) - units
-    return PassSet(
-        passes, passes * repos, transport.pulls_since(mark), units, cpu, sim_cpu, wall
-    )
+    return PassSet(passes, passes * repos, transport.pulls_since(mark), units, cpu, sim_cpu, wall)
 
 
-def _baseline(
-    settings: Settings, sim: SimProcess, repos: list[str], rounds: int
-) -> PassSet:
+def _baseline(settings: Settings, sim: SimProcess, repos: list[str], rounds: int) -> PassSet:
     transport = CountingTransport()
     token_settings = dataclasses.replace(settings, github_token=BASELINE_TOKEN)
     with _client(token_settings, transport, MemoryEtagCache()) as client:

@@ -628,6 +628,7 @@ class GitHubClient:
         per_page: int = 100,
         max_pages: int = 3,
         conditional: bool = True,
+        stop_before: datetime | None = None,
     ) -> PullListing:
         """Pulls of ``repo`` (``owner/name``), following ``Link: rel="next"`` verbatim.
 
@@ -636,6 +637,10 @@ class GitHubClient:
         instead of being hidden behind a 304. Items that cannot be parsed (a ghost
         author, a missing field) are skipped with a warning; duplicates that a concurrent
         update pushes onto the next page are dropped.
+
+        ``stop_before`` (with ``sort=updated``, ``direction=desc``): stop paging once a page
+        holds an item updated strictly before it; everything at or after it has then been
+        read, and the listing counts as ``complete``.
         """
         _check_repo(repo)
         if not 1 <= per_page <= 100:
@@ -668,7 +673,12 @@ class GitHubClient:
         first_next = next_url = self._next_link(response)
         pulls, skipped = parse_pull_page(first_body)
         pages = 1
-        while next_url is not None and pages < max_pages:
+
+        def reached(page: list[PullRequest]) -> bool:
+            return stop_before is not None and any(p.updated_at < stop_before for p in page)
+
+        stopped = reached(pulls)
+        while next_url is not None and pages < max_pages and not stopped:
             response = self._request(next_url)
             rate = parse_rate(response.headers) or rate
             page_pulls, page_skipped = parse_pull_page(self._json(response, list, next_url))
@@ -676,14 +686,15 @@ class GitHubClient:
             skipped += page_skipped
             next_url = self._next_link(response)
             pages += 1
+            stopped = reached(page_pulls)
         pulls = _unique(pulls)
         self._log_skipped(repo, skipped)
-        if next_url is not None:
+        if next_url is not None and not stopped:
             logger.warning("pulls of %s: more than %d pages, listing incomplete", repo, pages)
         if key and first_etag and len(first_etag) <= ETAG_LIMIT:
             trimmed = [_project(item, _PULL_SHAPE) for item in first_body]
             self._cache.put(key, CachedResponse(first_etag, trimmed, first_next, self._clock()))
-        return PullListing(False, pulls, next_url is None, skipped, rate)
+        return PullListing(False, pulls, next_url is None or stopped, skipped, rate)
 
     def get_pull(self, repo: str, number: int) -> PullRequest:
         """``GET /repos/{repo}/pulls/{number}`` parsed strictly (a ghost author is malformed)."""

@@ -121,6 +121,7 @@ def poll_once(
             state="closed" if merged else "open",
             max_pages=page_limit(config),
             conditional=not merged and not dry_run,
+            stop_before=ticket.cursor_at,
         )
     except GitHubError as exc:
         report.polled, report.status = True, exc.reason

@@ -422,3 +422,28 @@ def test_a_scan_capped_three_times_makes_the_schedule_overdue(world: World) -> N
     runs = world.poll()
     assert fired_prs(runs) == list(range(1, 302))
     assert PollStore(world.store).get_state(sid).poller_consecutive_cap_no_dispatch == 0
+
+
+def test_paging_stops_once_it_reaches_the_cursor(world: World) -> None:
+    world.add(backfill=True, max_fires_per_poll=500)
+    for i in range(150):
+        world.sim.open_pr(REPO, f"p{i}", {f"p{i}.py": "1\n"})
+        world.clock.advance(1)
+    assert len(world.poll()) == 150  # backfill: no cursor, both pages read
+    world.clock.advance(5)
+    world.sim.push(REPO, 7, {"p7.py": "2\n"})
+    world.sim.clear_requests()
+    engine_runs = world.poll()
+    assert fired_prs(engine_runs) == [7]
+    # A new process lists with a 200 and stops after page 1: it reached the cursor.
+    assert len(world.sim.requests_to(r"/pulls$")) == 1
+
+
+def test_a_failing_command_still_moves_the_cursor(world: World) -> None:
+    world.add(args=["-c", "exit 9"])
+    world.clock.advance(1)
+    world.sim.open_pr(REPO, "feature", {"a.py": "1\n"})
+    [run] = world.poll()
+    assert (run.status, run.exit_code) == (RunStatus.FAILED.value, 9)
+    assert world.poll() == []
+    assert len(world.store.list_runs("watch")) == 1
