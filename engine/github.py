@@ -149,6 +149,21 @@ class PullRequest:
     base_repo_full_name: str
     base_repo_id: int
     merge_commit_sha: str | None
+    body: str = ""  # the description; GitHub's null becomes ""
+
+
+def is_same_repo(pr: PullRequest) -> bool:
+    """True only when the head repository is provably the base repository.
+
+    Ids are compared first; names (case-insensitively) only when an id is missing. A
+    missing head repository (deleted fork) or any missing field is *not* the same repo:
+    fail closed.
+    """
+    if pr.head_repo_id is not None and pr.base_repo_id is not None:
+        return pr.head_repo_id == pr.base_repo_id
+    if pr.head_repo_full_name and pr.base_repo_full_name:
+        return pr.head_repo_full_name.lower() == pr.base_repo_full_name.lower()
+    return False
 
 
 @dataclass(frozen=True)
@@ -406,6 +421,7 @@ def pacer_for(identity: str, rate_per_minute: float = 600) -> RequestPacer:
 _PULL_SHAPE: dict[str, Any] = {
     "number": None,
     "title": None,
+    "body": None,
     "html_url": None,
     "state": None,
     "draft": None,
@@ -504,6 +520,7 @@ def _parse_pull(item: Any) -> PullRequest:
         base_repo_full_name=_get(base_repo, "full_name", str, "base.repo."),
         base_repo_id=_get(base_repo, "id", int, "base.repo."),
         merge_commit_sha=_optional(item, "merge_commit_sha", str, ""),
+        body=_optional(item, "body", str, "") or "",
     )
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.github import PullRequest
+from engine.github import PullRequest, is_same_repo
 from engine.pollconfig import GithubPollConfig
 
 DEFAULT_OPEN_PAGE_LIMIT = 3
@@ -40,20 +40,6 @@ def iso(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def is_same_repo(pr: PullRequest) -> bool:
-    """True only when the head repository is provably the base repository.
-
-    Ids are compared first; names (case-insensitively) only when an id is missing. A
-    missing head repository (deleted fork) or any missing field is *not* the same repo:
-    fail closed.
-    """
-    if pr.head_repo_id is not None and pr.base_repo_id is not None:
-        return pr.head_repo_id == pr.base_repo_id
-    if pr.head_repo_full_name and pr.base_repo_full_name:
-        return pr.head_repo_full_name.lower() == pr.base_repo_full_name.lower()
-    return False
 
 
 def exclusion_reason(pr: PullRequest, config: GithubPollConfig) -> str | None:
