@@ -19,9 +19,15 @@ clock shared by the Store and the Engine is moved 61 s before each
    :class:`engine.github.GitHubClient` with ``conditional=False`` (no ``If-None-Match``),
    a poller without ETags. Every answer is a 200 and costs one unit.
 
-Requests and statuses are counted by a transport wrapped around the HTTP client; the
-rate-limit units are cross-checked against ghsim's own ``GET /rate_limit`` (one token
-for the engine, another for the baseline).
+Requests and their statuses are counted by a transport wrapped around each client's
+HTTP connection pool; rate-limit units are what ghsim itself counted, read from its
+``GET /rate_limit`` (which costs nothing) before and after, with one token for the
+engine and another for the baseline.
+
+ghsim answers each keep-alive request about 40 ms late (its handler writes headers and
+body separately and does not disable Nagle's algorithm, so the second write waits for
+the client's delayed ACK). That is waiting, not CPU: it sets the wall times only. The
+baseline and the setup therefore run on as many threads as ``Engine.run_once`` polls on.
 
 The engine's client gets its own pacer at a very high rate: at the default 600 requests
 a minute one pass over 500 repositories would take 50 s of sleeping. Pacing sleeps, it
@@ -395,6 +401,13 @@ def _ms_per(seconds: float | None, count: int) -> str:
     return f"{seconds * 1000 / count:.2f}"
 
 
+def _core_percent(cpu: float, polls: int, repos: int) -> float:
+    """CPU share of ``repos`` schedules polling every POLL_INTERVAL_SECONDS."""
+    if polls == 0:
+        return 0.0
+    return 100.0 * (cpu / polls) * repos / POLL_INTERVAL_SECONDS
+
+
 def _responses(passes: PassSet) -> str:
     other = passes.requests - passes.count(200) - passes.count(304)
     text = f"{passes.count(200)} x 200, {passes.count(304)} x 304"
@@ -450,6 +463,11 @@ def report(result: PollBenchResult) -> list[str]:
             "engine CPU per idle poll (ms)",
             _ms_per(idle.cpu, idle.polls),
             f"{idle.cpu:.2f} s CPU in this process / {idle.polls} polls",
+        ),
+        row(
+            "  as % of one core",
+            f"{_core_percent(idle.cpu, idle.polls, n):.2f}",
+            f"{n} repositories polled once a minute",
         ),
         row(
             "ghsim CPU per idle request (ms)",

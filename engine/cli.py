@@ -23,13 +23,13 @@ from typer._click import exceptions as click_exceptions
 
 from engine import __version__
 from engine import db as dbmod
-from engine.actions import fire_schedule
+from engine.actions import execute_claim, fire_schedule
 from engine.argv import check_templates
 from engine.config import Settings
 from engine.daemon import Engine, registered_engine
 from engine.durations import format_duration, parse_duration
-from engine.errors import InvalidInput, LiError, NotFound
-from engine.github import github_client
+from engine.errors import Conflict, InvalidInput, LiError, NotFound
+from engine.github import SqlEtagCache, github_client
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -525,6 +525,9 @@ def schedule_trigger(
             store.request_fire(name)
             typer.echo(f"{name} is due now; a running engine fires it within seconds")
             return
+        if row.trigger_type == TriggerType.GITHUB_POLL:
+            poll_now(store, config, row, as_json)
+            return
         with registered_engine(store, config, kind="trigger") as owner:
             run = fire_schedule(store, config, row.id, owner, manual=True)
         if run is None:
@@ -541,6 +544,45 @@ def schedule_trigger(
             raise typer.Exit(EXIT_RUN_NOT_SUCCEEDED)
 
     guarded(work)
+
+
+def poll_now(store: Store, config: Settings, row: Schedule, as_json: bool) -> None:
+    """``trigger --wait`` of a github_poll schedule: one poll pass here, each fired
+    event's command run to its end; exit 7 unless every run succeeded."""
+    polls = PollStore(store)
+    with registered_engine(store, config, kind="trigger") as owner:
+        ticket = polls.claim_poll(row.id, owner, manual=True)
+        if ticket is None:
+            raise Conflict(f"{row.name} is being polled by an engine right now", "lease_held")
+        with github_client(config, SqlEtagCache(store.engine)) as client:
+            report = poll_once(
+                polls,
+                config,
+                client,
+                ticket,
+                owner,
+                launch=lambda claim: execute_claim(store, config, claim, owner),
+            )
+    runs = [store.get_run(claim.run_id) for claim in report.launched]
+    if as_json:
+        emit_json(
+            {
+                "name": row.name,
+                "status": report.status,
+                "runs": [run_dict(run, full=True) for run in runs],
+            }
+        )
+    else:
+        typer.echo(f"poll of {row.name}: {report.status}, {len(runs)} event(s) fired")
+        for run in runs:
+            typer.echo(
+                f"  run {run.id} pr #{run.trigger_context.get('pr_number')}: "
+                f"{run.status}" + (f" [{run.reason}]" if run.reason else "")
+            )
+    if report.status not in ("ok", "not_modified"):
+        raise LiError(f"poll of {row.name} failed", report.status)
+    if any(run.status != RunStatus.SUCCEEDED.value for run in runs):
+        raise typer.Exit(EXIT_RUN_NOT_SUCCEEDED)
 
 
 def _set_enabled(name: str, enabled: bool) -> None:

@@ -646,6 +646,7 @@ class GitHubClient:
         max_pages: int = 3,
         conditional: bool = True,
         stop_before: datetime | None = None,
+        cache_scope: str = "",
     ) -> PullListing:
         """Pulls of ``repo`` (``owner/name``), following ``Link: rel="next"`` verbatim.
 
@@ -658,6 +659,12 @@ class GitHubClient:
         ``stop_before`` (with ``sort=updated``, ``direction=desc``): stop paging once a page
         holds an item updated strictly before it; everything at or after it has then been
         read, and the listing counts as ``complete``.
+
+        ``cache_scope`` separates ETag entries of callers that must not share one (two
+        schedules on one repository: a 200 seen by one must not become the other's 304).
+        The ETag is stored only for a conditional, complete listing, so a 304 always
+        stands for a complete listing (``complete`` is True then) and an incomplete scan
+        is read in full again at the next poll.
         """
         _check_repo(repo)
         if not 1 <= per_page <= 100:
@@ -673,7 +680,7 @@ class GitHubClient:
         if base is not None:
             params["base"] = base
         url = str(httpx.URL(f"{self.api_url}/repos/{repo}/pulls", params=params))
-        key = self.cache_key(url)
+        key = self.cache_key(url, cache_scope)
         cached = self._cache.get(key) if conditional and key else None
 
         response = self._request(url, etag=cached.etag if cached else None)
@@ -683,7 +690,7 @@ class GitHubClient:
             pulls, skipped = parse_pull_page(_as_list(cached.body, "cached pull list"))
             self._log_skipped(repo, skipped)
             logger.debug("pulls of %s unchanged (304)", repo)
-            return PullListing(True, pulls, cached.link_next is None, skipped, rate)
+            return PullListing(True, pulls, True, skipped, rate)
 
         first_body = self._json(response, list, url)
         first_etag = response.headers.get("etag")
@@ -708,10 +715,11 @@ class GitHubClient:
         self._log_skipped(repo, skipped)
         if next_url is not None and not stopped:
             logger.warning("pulls of %s: more than %d pages, listing incomplete", repo, pages)
-        if key and first_etag and len(first_etag) <= ETAG_LIMIT:
+        complete = next_url is None or stopped
+        if conditional and complete and key and first_etag and len(first_etag) <= ETAG_LIMIT:
             trimmed = [_project(item, _PULL_SHAPE) for item in first_body]
             self._cache.put(key, CachedResponse(first_etag, trimmed, first_next, self._clock()))
-        return PullListing(False, pulls, next_url is None or stopped, skipped, rate)
+        return PullListing(False, pulls, complete, skipped, rate)
 
     def get_pull(self, repo: str, number: int) -> PullRequest:
         """``GET /repos/{repo}/pulls/{number}`` parsed strictly (a ghost author is malformed)."""
@@ -729,9 +737,10 @@ class GitHubClient:
                 f"cannot read pull #{number} of {repo}: {exc.detail}", MALFORMED_PAYLOAD, status=200
             ) from None
 
-    def cache_key(self, url: str) -> str | None:
-        """The ETag cache key of a pull-list ``url`` for this token (None: too long)."""
-        key = f"{url}#{self.token_identity};shape={PULL_SHAPE_ID}"
+    def cache_key(self, url: str, scope: str = "") -> str | None:
+        """The ETag cache key of a pull-list ``url`` for this token and caller scope
+        (None: too long)."""
+        key = f"{url}#{self.token_identity};shape={PULL_SHAPE_ID};scope={scope}"
         return key if len(key) <= CACHE_KEY_LIMIT else None
 
     def forget_pulls(self, repo: str) -> int:

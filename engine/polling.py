@@ -95,7 +95,7 @@ def poll_once(
     ticket: PollTicket,
     owner: str,
     *,
-    launch: Callable[[Claim], None] | None = None,
+    launch: Callable[[Claim], object] | None = None,
     dry_run: bool = False,
 ) -> PassReport:
     """Run one pass for ``ticket`` (see the module doc). Never raises for GitHub errors:
@@ -122,6 +122,7 @@ def poll_once(
             max_pages=page_limit(config),
             conditional=not merged and not dry_run,
             stop_before=ticket.cursor_at,
+            cache_scope=f"schedule:{ticket.schedule_id}",
         )
     except GitHubError as exc:
         report.polled, report.status = True, exc.reason
@@ -133,15 +134,14 @@ def poll_once(
     report.polled = True
     cursor = ticket.cursor_at
     held = [PollEvent.from_json(item) for item in ticket.held_batch]
+    # A 304 hands back the last complete listing: nothing changed on GitHub, but events
+    # a previous pass left behind (refused, held, unclaimed after a crash) are offered
+    # again from it. Claims make the re-offers free.
+    reached = listing.unchanged or scan_reached_cursor(listing.pulls, listing.complete, cursor)
+    fresh = new_events(listing.pulls, repo=config.repo, config=config, cursor=cursor)
+    pulls_for_held = listing.pulls
     if listing.unchanged:
         report.status = "not_modified"
-        fresh: list[PollEvent] | None = None
-        reached = True
-        pulls_for_held = None
-    else:
-        reached = scan_reached_cursor(listing.pulls, listing.complete, cursor)
-        fresh = new_events(listing.pulls, repo=config.repo, config=config, cursor=cursor)
-        pulls_for_held = listing.pulls
     report.scan_complete = reached
     plan = plan_pass(
         held=held, fresh=fresh, pulls_for_held=pulls_for_held, config=config, scan_complete=reached
@@ -167,7 +167,7 @@ def poll_once(
             handled(event)
             report.decisions.append(EventDecision(event, f"excluded:{event.exclusion}"))
             continue
-        if not dry_run and pstore.is_claimed(ticket.schedule_id, event.pr_number, event.at):
+        if pstore.is_claimed(ticket.schedule_id, event.pr_number, event.at):
             handled(event)
             report.decisions.append(EventDecision(event, "already_claimed"))
             continue
@@ -206,6 +206,7 @@ def poll_once(
                 report.decisions.append(EventDecision(event, f"refused:{exc.reason}"))
             continue
         if dry_run:
+            fired += 1
             report.decisions.append(EventDecision(event, "would_fire", argv=argv))
             continue
         move_to = event.at if cursor_may_move and not blocked else None
@@ -256,7 +257,7 @@ def poll_once(
             held_batch=[event.to_json() for event in new_held],
             refusals=refusals,
             capped_counter=counter,
-            events_seen=len(fresh or []),
+            events_seen=0 if listing.unchanged else len(fresh),
             excluded=excluded,
             held=len(new_held),
         ),

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from engine.errors import NotFound
 from engine.models import PollClaim, PollState, RunStatus, Schedule, ScheduleRun, TriggerType
-from engine.store import Claim, Store, compute_next_fire
+from engine.store import Claim, Store, compute_next_fire, seed_poll_state
 
 # A pass holds its schedule's lease this long at most (a crashed poller's lease expires).
 POLL_LEASE = timedelta(minutes=10)
@@ -78,15 +78,14 @@ class PollStore:
             query = query.with_for_update()
         state = session.scalars(query).one_or_none()
         if state is None:
-            state = PollState(
-                schedule_id=schedule_id,
-                cursor_at=None,
-                held_batch=[],
-                refusals={},
-                updated_at=self.store.clock(),
-            )
-            session.add(state)
+            # Missing (a schedule from before poll state existed): seeded as at add time,
+            # never with an unset cursor that would fire the whole backlog.
+            row = session.get(Schedule, schedule_id)
+            if row is None:
+                raise NotFound(f"no schedule with id {schedule_id}", "schedule_not_found")
+            seed_poll_state(session, row, self.store.clock())
             session.flush()
+            state = session.scalars(query).one()
         return state
 
     def get_state(self, schedule_id: int) -> PollState:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, func, or_, select, update
+from sqlalchemy import Engine, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,6 +27,7 @@ from engine.errors import Conflict, LiError, NotFound
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
+    PollClaim,
     PollState,
     RunStatus,
     Schedule,
@@ -150,6 +151,21 @@ def seed_poll_state(session: Session, row: Schedule, now: datetime) -> None:
             updated_at=now,
         )
     )
+
+
+def reset_poll_state(session: Session, row: Schedule, now: datetime) -> None:
+    """Start a github_poll schedule's memory afresh (its repository or mode changed, or it
+    just became a github_poll schedule): new cursor as at add time, no held batch, no
+    claims of the old stream."""
+    session.execute(delete(PollClaim).where(PollClaim.schedule_id == row.id))
+    session.execute(delete(PollState).where(PollState.schedule_id == row.id))
+    session.flush()
+    seed_poll_state(session, row, now)
+
+
+def _poll_stream(config: dict[str, Any] | None) -> tuple[Any, ...]:
+    data = config or {}
+    return (data.get("repo"), data.get("event"))
 
 
 def _tail(text: str) -> str:
@@ -323,6 +339,7 @@ class Store:
                 elif item.action is PlanAction.UPDATE:
                     assert item.spec is not None
                     row = self._by_name(session, item.name, lock=True)
+                    stream_before = (row.trigger_type, _poll_stream(row.trigger_config))
                     timing_changed = any(
                         field in item.changes
                         for field in (
@@ -338,6 +355,12 @@ class Store:
                     self._assign(row, item.spec, owner, now)
                     if timing_changed:
                         row.next_fire_at = compute_next_fire(row, previous=None, now=now)
+                    stream_after = (row.trigger_type, _poll_stream(row.trigger_config))
+                    if (
+                        row.trigger_type == TriggerType.GITHUB_POLL
+                        and stream_after != stream_before
+                    ):
+                        reset_poll_state(session, row, now)
                 elif item.action is PlanAction.REMOVE:
                     row = self._by_name(session, item.name, lock=True)
                     session.execute(

@@ -203,3 +203,18 @@ def test_the_token_never_appears_in_any_output_or_row(
     assert "auth_error" in everything
     assert canary not in everything
     assert canary[4:] not in everything
+
+
+def test_trigger_wait_on_a_github_schedule_polls_and_runs_each_event(
+    li: Li, sim: GitHubSim
+) -> None:
+    add_watch(li)
+    sim.advance(5)
+    pr = sim.open_pr(REPO, "feature", {"a.py": "1\n"})
+    result = li.json("schedule", "trigger", "watch", "--wait")
+    assert isinstance(result, dict) and result["status"] == "ok"
+    [run] = result["runs"]
+    assert run["status"] == "succeeded"
+    assert run["argv"] == ["sh", "-c", "true", str(pr.number), pr.head_sha]
+    again = li.json("schedule", "trigger", "watch", "--wait")
+    assert isinstance(again, dict) and again["runs"] == []

@@ -447,3 +447,108 @@ def test_a_failing_command_still_moves_the_cursor(world: World) -> None:
     assert (run.status, run.exit_code) == (RunStatus.FAILED.value, 9)
     assert world.poll() == []
     assert len(world.store.list_runs("watch")) == 1
+
+
+class LongEngine:
+    """One engine process across several passes (its ETags live on: later polls are 304s)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.engine = Engine(world.settings(), world.store)
+        self.engine.start()
+
+    def poll(self) -> list[ScheduleRun]:
+        self.world.clock.advance(61)
+        return self.engine.run_once()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def test_two_schedules_on_one_repository_each_see_every_event(world: World) -> None:
+    world.add("first")
+    world.add("second")
+    long = LongEngine(world)
+    try:
+        long.poll()
+        world.clock.advance(1)
+        world.sim.open_pr(REPO, "feature", {"a.py": "1\n"})
+        runs = long.poll()
+    finally:
+        long.close()
+    assert sorted(r.schedule_name for r in runs) == ["first", "second"]
+
+
+def test_a_refused_event_is_retried_on_304_polls_then_skipped(world: World) -> None:
+    sid = world.add(args=["-c", "true", "{{ no_such_variable }}"])
+    world.clock.advance(1)
+    world.sim.open_pr(REPO, "feature", {"a.py": "1\n"})
+    long = LongEngine(world)
+    try:
+        for _ in range(4):
+            long.poll()
+    finally:
+        long.close()
+    [run] = world.store.list_runs("watch")
+    assert (run.status, run.reason) == (RunStatus.REFUSED.value, "template_undefined")
+    assert PollStore(world.store).get_state(sid).not_modified >= 2
+
+
+def test_a_capped_scan_in_a_long_running_engine_becomes_overdue(world: World) -> None:
+    world.add()
+    world.clock.advance(1)
+    for i in range(301):
+        world.sim.open_pr(REPO, f"p{i}", {f"p{i}.py": "1\n"})
+    long = LongEngine(world)
+    try:
+        for _ in range(3):
+            assert long.poll() == []
+    finally:
+        long.close()
+    [health] = schedule_health(world.store, "watch")
+    assert health.health.state is HealthState.OVERDUE
+    assert all(r.status == 200 for r in world.sim.requests_to(r"/pulls$"))
+
+
+def test_turning_a_schedule_into_a_github_poll_does_not_fire_the_backlog(world: World) -> None:
+    world.sim.open_pr(REPO, "old", {"a.py": "1\n"})
+    world.clock.advance(5)
+    interval = ScheduleSpec(
+        name="watch",
+        trigger_type=TriggerType.INTERVAL,
+        interval_seconds=60,
+        command="sh",
+        args=["-c", "true"],
+    )
+    world.store.add_schedule(interval)
+    trigger = validate_poll_config({"repo": REPO, "poll_interval_seconds": 60})
+    github = interval.model_copy(
+        update={
+            "trigger_type": TriggerType.GITHUB_POLL,
+            "interval_seconds": None,
+            "trigger_config": trigger.model_dump(mode="json"),
+        }
+    )
+    world.store.apply_plan(
+        [PlanItem(PlanAction.UPDATE, "watch", github, ("trigger_type", "trigger_config"))], "ops"
+    )
+    assert world.poll() == []
+    world.clock.advance(1)
+    new = world.sim.open_pr(REPO, "new", {"b.py": "1\n"})
+    assert fired_prs(world.poll()) == [new.number]
+
+
+def test_preview_shows_claimed_and_held_events_as_the_engine_would(world: World) -> None:
+    sid = world.add(max_fires_per_poll=1)
+    world.clock.advance(1)
+    world.sim.open_pr(REPO, "a", {"a.py": "1\n"})
+    world.sim.open_pr(REPO, "b", {"b.py": "1\n"})
+    world.poll()  # fires #1, holds #2
+    ticket = PollStore(world.store).claim_poll(sid, "preview", peek=True)
+    assert ticket is not None
+    with GitHubClient(world.settings()) as client:
+        report = poll_once(
+            PollStore(world.store), world.settings(), client, ticket, "preview", dry_run=True
+        )
+    decisions = {d.event.pr_number: d.decision for d in report.decisions}
+    assert decisions == {1: "already_claimed", 2: "would_fire"}

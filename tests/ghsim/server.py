@@ -302,6 +302,10 @@ def dispatch(
 
 
 class _Handler(BaseHTTPRequestHandler):
+    # Headers and body go out in two writes; without TCP_NODELAY every keep-alive
+    # response waits ~40 ms for the peer's delayed ACK.
+    disable_nagle_algorithm = True
+
     protocol_version = "HTTP/1.1"
     server_version = "ghsim"
     sys_version = ""
