@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench venv clean
+.PHONY: test lint typecheck pytest bench demo venv clean
 
 venv: $(STAMP)
 
@@ -25,6 +25,9 @@ pytest: $(STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
+
+demo: $(STAMP)
+	$(BIN)/python -m demo.run_demo
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -9,11 +9,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import daemon_idle, fire_overhead, poll
+from bench import daemon_idle, fire_overhead, legs, poll
 
-FULL = {"fires": 200, "schedules": 10_000, "idle_seconds": 10.0, "repos": 500, "passes": 5}
-QUICK = {"fires": 50, "schedules": 2_000, "idle_seconds": 3.0, "repos": 100, "passes": 2}
-BENCHMARKS = ("fire_overhead", "daemon_idle", "poll")
+FULL = {
+    "fires": 200,
+    "schedules": 10_000,
+    "idle_seconds": 10.0,
+    "repos": 500,
+    "passes": 5,
+    "prs": 50,
+}
+QUICK = {"fires": 50, "schedules": 2_000, "idle_seconds": 3.0, "repos": 100, "passes": 2, "prs": 12}
+BENCHMARKS = ("fire_overhead", "daemon_idle", "poll", "legs")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,9 +34,9 @@ def _parser() -> argparse.ArgumentParser:
         help=(
             f"smaller runs: {QUICK['fires']} fires, {QUICK['schedules']:,} schedules, "
             f"{QUICK['idle_seconds']:g} s idle, {QUICK['repos']} polled repositories x "
-            f"{QUICK['passes']} idle passes (default {FULL['fires']}, "
-            f"{FULL['schedules']:,}, {FULL['idle_seconds']:g} s, {FULL['repos']} x "
-            f"{FULL['passes']})"
+            f"{QUICK['passes']} idle passes, {QUICK['prs']} traced PRs (default "
+            f"{FULL['fires']}, {FULL['schedules']:,}, {FULL['idle_seconds']:g} s, "
+            f"{FULL['repos']} x {FULL['passes']}, {FULL['prs']})"
         ),
     )
     parser.add_argument(
@@ -37,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help=(
             "PostgreSQL server to use instead of SQLite in a temp dir; a throwaway database "
-            "is created and dropped per benchmark (the role needs CREATEDB)"
+            "is created and dropped per benchmark (the role needs CREATEDB); legs uses none"
         ),
     )
     parser.add_argument(
@@ -77,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 int(sizes["repos"]), int(sizes["passes"]), workdir, options.database_url
             )
             _emit([*poll.report(polled), ""])
+        if "legs" in chosen:
+            _emit([*legs.report(legs.measure(int(sizes["prs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

@@ -19,12 +19,12 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from sqlalchemy import Engine as SAEngine
-from typer._click import exceptions as click_exceptions
 
 from engine import __version__
 from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.argv import check_templates
+from engine.clikit import OneLineErrorsTyper
 from engine.config import Settings
 from engine.daemon import Engine, registered_engine
 from engine.durations import format_duration, parse_duration
@@ -53,30 +53,6 @@ from engine.status import schedule_health
 from engine.store import Store, spec_of
 
 EXIT_RUN_NOT_SUCCEEDED = 7
-
-
-class OneLineErrorsTyper(typer.Typer):
-    """A Typer app whose usage errors are one line with a reason code, like every error."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        command = typer.main.get_command(self)
-        kwargs["standalone_mode"] = False
-        try:
-            return command.main(*args, **kwargs)
-        except click_exceptions.NoArgsIsHelpError as exc:
-            exc.show()
-            sys.exit(2)
-        except click_exceptions.ClickException as exc:
-            ctx = getattr(exc, "ctx", None)
-            where = f" ({ctx.command_path})" if ctx is not None else ""
-            message = " ".join(exc.format_message().split())
-            typer.echo(f"error: {message}{where} [usage_error]", err=True)
-            sys.exit(2)
-        except (typer.Abort, KeyboardInterrupt):
-            typer.echo("error: aborted [aborted]", err=True)
-            sys.exit(1)
-        except typer.Exit as exc:
-            sys.exit(exc.exit_code)
 
 
 app = OneLineErrorsTyper(
@@ -724,7 +700,7 @@ def engine_run(
             if once:
                 runs = engine.run_once()
                 bad = [r for r in runs if r.status != RunStatus.SUCCEEDED.value]
-                typer.echo(f"fired {len(runs)} schedule(s); {len(bad)} did not succeed")
+                typer.echo(f"{len(runs)} run(s); {len(bad)} did not succeed")
                 return
             stop = threading.Event()
 

@@ -184,7 +184,7 @@ def test_trigger_without_wait_makes_the_schedule_due_for_the_engine(li: Li) -> N
     li("schedule", "add", "later", "--every", "1h", "--command", "true")
     li("schedule", "trigger", "later")
     _, out, _ = li("engine", "run", "--once")
-    assert "fired 1 schedule(s); 0 did not succeed" in out
+    assert "1 run(s); 0 did not succeed" in out
     [run] = li.json("schedule", "runs", "later")  # type: ignore[misc]
     assert run["status"] == "succeeded"
 

@@ -254,17 +254,30 @@ def test_link_pagination_reads_250_pulls_in_three_pages(
     assert listing.rate is not None and listing.rate.remaining == crowded.bucket(TOKEN).remaining
 
 
-def test_stopping_at_max_pages_leaves_the_listing_incomplete_even_when_unchanged(
+def test_an_incomplete_listing_stores_no_etag_so_it_is_read_in_full_again(
     crowded: GitHubSim, connect: Connect
 ) -> None:
-    client = connect(crowded, cache=MemoryEtagCache())
+    cache = MemoryEtagCache()
+    client = connect(crowded, cache=cache)
     listing = client.list_pulls(REPO, per_page=100, max_pages=2)
 
     assert len(listing.pulls) == 200 and not listing.complete
 
     again = client.list_pulls(REPO, per_page=100, max_pages=2)
-    # A 304 of the first page: the cached first page, and still "more pages existed".
-    assert again.unchanged and len(again.pulls) == 100 and not again.complete
+    # No 304 can stand for a listing that was never read to its end.
+    assert not again.unchanged and len(again.pulls) == 200 and not again.complete
+    complete = client.list_pulls(REPO, per_page=100, max_pages=3)
+    assert complete.complete
+    cached = client.list_pulls(REPO, per_page=100, max_pages=3)
+    assert cached.unchanged and cached.complete
+
+
+def test_stopping_at_the_cursor_counts_as_complete(crowded: GitHubSim, connect: Connect) -> None:
+    client = connect(crowded, cache=MemoryEtagCache())
+    newest = client.list_pulls(REPO, per_page=100, max_pages=1).pulls
+    cursor = newest[0].updated_at + timedelta(seconds=1)  # everything is older
+    listing = client.list_pulls(REPO, per_page=100, max_pages=2, stop_before=cursor)
+    assert listing.complete and len(listing.pulls) == 100  # page 1 reached the cursor
 
 
 class FailingPageTwo(httpx.BaseTransport):

@@ -1,20 +1,62 @@
-"""The kdev command line. Subcommands arrive with the review-wrapper issue."""
+"""The kdev command line: parse, call the workflow, map errors to exit codes.
+
+Every error prints one line ``error: <message> [<reason_code>]`` and exits with the code
+of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
 import typer
 
+from engine.clikit import OneLineErrorsTyper
+from engine.config import Settings
+from engine.errors import LiError
+from engine.github import github_client
 from wrapper import __version__
+from wrapper.config import check_repo, load_config, resolve_reviews_dir
+from wrapper.errors import ConfigError, KdevError
+from wrapper.ledger import Ledger
+from wrapper.review import ReviewContext, ReviewRequest, review_pr
 
-app = typer.Typer(
+T = TypeVar("T")
+
+app = OneLineErrorsTyper(
     name="kdev",
     help="Review wrapper for the li engine: decides whether a PR review runs, and runs it.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
+verdict_app = typer.Typer(help="Read verdict files.", no_args_is_help=True)
+app.add_typer(verdict_app, name="verdict")
 
 
-def _print_version(value: bool) -> None:
+def guarded(work: Callable[[], T]) -> T:
+    """One line per error, a distinct exit code per class, never a traceback."""
+    try:
+        return work()
+    except KdevError as exc:
+        typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except LiError as exc:  # settings read through the engine's Settings
+        typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
+        raise typer.Exit(ConfigError.exit_code) from None
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        typer.echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
+        raise typer.Exit(1) from None
+
+
+def _version(value: bool) -> None:
     if value:
         typer.echo(f"kdev {__version__}")
         raise typer.Exit()
@@ -23,11 +65,129 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def main(
     version: bool = typer.Option(
-        False,
-        "--version",
-        callback=_print_version,
-        is_eager=True,
-        help="Print the version and exit.",
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
     """kdev: the review wrapper."""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
+    config = load_config(os.environ.get("KDEV_CONFIG"))
+    directory = resolve_reviews_dir(config, reviews_dir)
+    return config, Ledger(directory)
+
+
+@app.command("review-pr")
+def review_pr_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    head_sha: str = typer.Option(..., "--head-sha", help="The head the event saw."),
+    pr_url: str | None = typer.Option(None, "--pr-url"),
+    author: str | None = typer.Option(None, "--author"),
+    force: bool = typer.Option(False, "--force", help="Forget this diff's verdict; review."),
+    checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """Review one pull request head, once per distinct diff."""
+
+    def work() -> None:
+        config, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        settings = Settings.from_env()
+        with github_client(settings) as client:
+            ctx = ReviewContext(
+                config=config, ledger=ledger, github=client, environ=dict(os.environ)
+            )
+            report = review_pr(
+                ReviewRequest(
+                    repo=repo,
+                    pr=pr,
+                    head_sha=head_sha,
+                    checkout=(checkout or Path.cwd()).resolve(),
+                    pr_url=pr_url,
+                    author=author,
+                    force=force,
+                ),
+                ctx,
+            )
+        if as_json:
+            typer.echo(json.dumps(report.to_json()))
+        else:
+            verdict = f" {report.verdict}" if report.verdict else ""
+            where = f" -> {report.artifact}" if report.artifact else ""
+            detail = f" ({report.detail})" if report.detail else ""
+            typer.echo(
+                f"{report.outcome.value}: {repo} #{pr} {head_sha[:12]}{verdict}{where}{detail}"
+            )
+
+    guarded(work)
+
+
+@app.command("verdicts")
+def verdicts_cmd(
+    repo: str | None = typer.Option(None, "--repo"),
+    pr: int | None = typer.Option(None, "--pr"),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """The ledger: reviewed and carried heads, and pending deferrals."""
+
+    def work() -> None:
+        _, ledger = open_ledger(reviews_dir)
+        if repo is not None:
+            check_repo(repo)
+        rows = ledger.list_ledger(repo, pr)
+        data = [row.to_json() for row in rows]
+        if as_json:
+            typer.echo(json.dumps(data, indent=2))
+            return
+        if not data:
+            typer.echo("no verdicts")
+            return
+        headers = ["repo", "pr", "head_sha", "patch_id", "verdict", "reviewed_at", "kind"]
+        cells = [[str(d.get(h) if d.get(h) is not None else "-") for h in headers] for d in data]
+        for row in cells:
+            row[2] = row[2][:12]
+            row[3] = row[3][:12]
+        widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+        typer.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)))
+        for row in cells:
+            typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+    guarded(work)
+
+
+@verdict_app.command("show")
+def verdict_show(
+    repo: str,
+    pr: int,
+    head: str | None = typer.Option(None, "--head", help="The verdict of this head."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir"),
+) -> None:
+    """Print one verdict file (of --head, else of the newest reviewed head)."""
+
+    def work() -> None:
+        _, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        index = ledger.read_index(repo, pr)
+        if head is not None:
+            entry = index.get(head)
+            if entry is None:
+                raise KdevError(f"no verdict for head {head} of {repo} #{pr}", "verdict_not_found")
+        elif index:
+            entry = max(index.values(), key=lambda e: e.reviewed_at)
+        else:
+            raise KdevError(f"no verdict for {repo} #{pr}", "verdict_not_found")
+        path = ledger.verdict_path(repo, pr, entry.patch_id)
+        try:
+            typer.echo(path.read_text(encoding="utf-8"), nl=False)
+        except OSError:
+            raise KdevError(f"verdict file {path} is missing", "verdict_not_found") from None
+
+    guarded(work)

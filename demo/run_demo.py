@@ -1,0 +1,171 @@
+"""`make demo`: the whole pipeline end to end on embedded defaults.
+
+A simulated GitHub (tests/ghsim) on loopback with real bare git repositories, a local
+checkout, SQLite, the `li` engine and `kdev review-pr` with a deterministic stub
+reviewer. Everything lives in a temporary directory (or DEMO_DIR) and is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.ghsim import GitHubSim
+
+REPO = "demo/widgets"
+TOKEN = "demo-token-not-a-secret"
+BIN = Path(sys.executable).parent
+
+
+def run(*argv: str, env: dict[str, str], check: bool = True) -> str:
+    result = subprocess.run(list(argv), env=env, capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        sys.stderr.write(result.stdout + result.stderr)
+        raise SystemExit(f"demo: {' '.join(argv[:3])} failed with {result.returncode}")
+    return result.stdout
+
+
+def step(title: str) -> None:
+    print(f"\n== {title}", flush=True)
+
+
+def main() -> int:
+    started = time.monotonic()
+    root = Path(os.environ.get("DEMO_DIR") or tempfile.mkdtemp(prefix="li-demo-"))
+    root.mkdir(parents=True, exist_ok=True)
+    keep = bool(os.environ.get("DEMO_DIR"))
+    sim = GitHubSim(root / "github")
+    sim.start()
+    try:
+        sim.add_token(TOKEN, ("review-bot", 5000))
+        sim.create_repo(REPO, files={"README.md": "# widgets\n", "app.py": "print('hi')\n"})
+        checkout = root / "checkout"
+        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
+        config = root / "kdev.yaml"
+        config.write_text(
+            "reviewer:\n"
+            "  backend: command\n"
+            f"  argv: [{sys.executable}, -P, -m, wrapper.stub_reviewer]\n"
+            "  model: stub-reviewer\n"
+            "  timeout_seconds: 60\n"
+            "budgets:\n  daily_legs_per_repo: 20\n  daily_rounds_per_pr: 5\n"
+            f"notify:\n  - type: file\n    path: {root / 'notifications.jsonl'}\n",
+            encoding="utf-8",
+        )
+        env = {
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOME": os.environ.get("HOME", str(root)),
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+            "LI_DATABASE_URL": f"sqlite:///{root / 'li.db'}",
+            "LI_COMMAND_ALLOWLIST": "kdev",
+            "LI_ENV_PASSTHROUGH": "GITHUB_API_URL,GITHUB_TOKEN,KDEV_CONFIG,KDEV_REVIEWS_DIR,"
+            "PYTHONPATH",
+            "GITHUB_API_URL": sim.url,
+            "GITHUB_TOKEN": TOKEN,
+            "KDEV_CONFIG": str(config),
+            "KDEV_REVIEWS_DIR": str(root / "reviews"),
+        }
+
+        step("three pull requests: a clean change, one with a TODO, one from a fork")
+        clean = sim.open_pr(
+            REPO,
+            "feature/clean",
+            {"app.py": "print('hello')\n"},
+            title="Say hello",
+            author=("alice", 101),
+        )
+        todo = sim.open_pr(
+            REPO,
+            "feature/todo",
+            {"util.py": "def f():\n    pass  # TODO\n"},
+            title="Add util",
+            author=("bob", 102),
+        )
+        fork = sim.open_pr(
+            REPO,
+            "evil",
+            {"app.py": "import os\n"},
+            title="Fork change",
+            from_fork="mallory/widgets",
+            author=("mallory", 666),
+        )
+        for pr in (clean, todo, fork):
+            print(f"  #{pr.number} {pr.title}")
+
+        step("li schedule add: poll the repository, fire kdev review-pr per event")
+        print(
+            run(
+                "li",
+                "schedule",
+                "add",
+                "review-prs",
+                "--github",
+                REPO,
+                "--poll-interval",
+                "1m",
+                "--backfill",
+                "--filter",
+                "same_repo_only=true",
+                "--cwd",
+                str(checkout),
+                "--timeout",
+                "5m",
+                "--command",
+                "kdev",
+                "--",
+                "review-pr",
+                "--repo",
+                "{{ repo }}",
+                "--pr",
+                "{{ pr_number }}",
+                "--head-sha",
+                "{{ head_sha }}",
+                "--pr-url",
+                "{{ pr_url }}",
+                "--author",
+                "{{ pr_author }}",
+                env=env,
+            ).strip()
+        )
+
+        def engine_pass(title: str) -> None:
+            step(title)
+            run("li", "schedule", "trigger", "review-prs", env=env)
+            print(run("li", "engine", "run", "--once", env=env).strip())
+
+        engine_pass("engine pass 1: the two same-repo PRs are reviewed; the fork never is")
+
+        step("the author fixes the TODO; the clean PR gets its base merged in")
+        sim.advance(2)
+        sim.push(REPO, todo.number, {"util.py": "def f():\n    return 1\n"})
+        sim.commit_to_base(REPO, {"README.md": "# widgets\n\nNow with docs.\n"})
+        sim.merge_base_into_head(REPO, clean.number)
+        engine_pass(
+            "engine pass 2: the fix is a new diff (reviewed); the merge is not (carried forward)"
+        )
+
+        step("li schedule runs")
+        print(run("li", "schedule", "runs", env=env).rstrip())
+        step("kdev verdicts")
+        print(run("kdev", "verdicts", env=env).rstrip())
+        step("li schedule health")
+        print(run("li", "schedule", "health", env=env).rstrip())
+        print(
+            f"\ndemo finished in {time.monotonic() - started:.1f} s; files in {root}"
+            + ("" if keep else " (removed)")
+        )
+        return 0
+    finally:
+        sim.stop()
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""kdev configuration: ``KDEV_CONFIG`` (YAML, validated, unknown keys refused).
+
+Precedence for the reviews directory: ``--reviews-dir`` flag > ``KDEV_REVIEWS_DIR`` >
+``reviews_dir`` in the file > ``<user data dir>/kdev/reviews``. This module and
+:func:`load_config`'s caller are the only readers of the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import platformdirs
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from wrapper.errors import ConfigError
+
+REPO_OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
+REPO_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_REVIEWER_TIMEOUT = 1200
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CommandReviewer(_Strict):
+    """A reviewer CLI: ``argv`` runs in the worktree; the prompt goes by stdin or file.
+
+    With ``prompt_via: file`` the argument ``{prompt_file}`` in ``argv`` is replaced by
+    the path of the rendered prompt.
+    """
+
+    backend: Literal["command"] = "command"
+    argv: list[str] = Field(min_length=1)
+    prompt_via: Literal["stdin", "file"] = "stdin"
+    model: str = "command"
+    timeout_seconds: StrictInt = Field(DEFAULT_REVIEWER_TIMEOUT, ge=1)
+    env_passthrough: list[str] = Field(default_factory=list)
+
+
+class OpenAIReviewer(_Strict):
+    """Any OpenAI-compatible chat-completions endpoint; the key is read from the
+    environment variable *named* ``api_key_env`` (never stored in the config)."""
+
+    backend: Literal["openai"]
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_seconds: StrictInt = Field(DEFAULT_REVIEWER_TIMEOUT, ge=1)
+    temperature: float = 0.0
+
+
+Reviewer = Annotated[CommandReviewer | OpenAIReviewer, Field(discriminator="backend")]
+
+
+class Budgets(_Strict):
+    """Spending limits (D9). Legs are counted when *started*, over a trailing 24 h."""
+
+    daily_legs_per_repo: StrictInt = Field(50, ge=0)
+    max_concurrent_legs_per_repo: StrictInt = Field(2, ge=1)
+    daily_rounds_per_pr: StrictInt = Field(10, ge=0)
+
+
+class LogTarget(_Strict):
+    type: Literal["log"]
+
+
+class FileTarget(_Strict):
+    type: Literal["file"]
+    path: str
+
+
+class CommandTarget(_Strict):
+    type: Literal["command"]
+    argv: list[str] = Field(min_length=1)
+
+
+class WebhookTarget(_Strict):
+    type: Literal["webhook"]
+    url: str
+    timeout_seconds: float = 10.0
+
+
+NotifyTarget = Annotated[
+    LogTarget | FileTarget | CommandTarget | WebhookTarget, Field(discriminator="type")
+]
+
+
+def default_notify() -> list[NotifyTarget]:
+    """Without configured targets, notifications go to the log."""
+    return [LogTarget(type="log")]
+
+
+class KdevConfig(_Strict):
+    """The whole ``KDEV_CONFIG`` file. Every key is optional."""
+
+    reviews_dir: str | None = None
+    reviewer: Reviewer | None = None
+    budgets: Budgets = Field(default_factory=Budgets)
+    notify: list[NotifyTarget] = Field(default_factory=lambda: default_notify())
+    prompt_template: str | None = None
+    # Names of environment variables whose values must never appear in a verdict.
+    secret_env: list[str] = Field(
+        default_factory=lambda: ["GITHUB_TOKEN", "GH_TOKEN", "OPENAI_API_KEY"]
+    )
+    # Names of environment variables the reviewer may see (besides PATH, HOME, LANG).
+    reviewer_env: list[str] = Field(default_factory=list)
+
+
+def check_repo(repo: str) -> tuple[str, str]:
+    """``(owner, name)`` of ``OWNER/NAME``; refuses anything that could escape a path."""
+    owner, _, name = repo.partition("/")
+    if not REPO_OWNER.match(owner) or not REPO_NAME.match(name) or name in (".", ".."):
+        raise ConfigError(f"{repo!r} is not a repository name OWNER/NAME", "invalid_repo")
+    return owner, name
+
+
+def default_reviews_dir() -> Path:
+    """``<user data dir>/kdev/reviews`` (platformdirs)."""
+    return Path(platformdirs.user_data_dir("kdev", appauthor=False)) / "reviews"
+
+
+def load_config(path: str | None) -> KdevConfig:
+    """Read and validate the YAML at ``path`` (None: all defaults)."""
+    if not path:
+        return KdevConfig()
+    try:
+        data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read KDEV_CONFIG {path}: {exc.strerror}", "config_unreadable"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            f"KDEV_CONFIG {path} is not valid YAML: {exc}".replace("\n", " "), "invalid_config"
+        ) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"KDEV_CONFIG {path}: the top level must be a mapping", "invalid_config")
+    try:
+        return KdevConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise ConfigError(
+            f"KDEV_CONFIG {path}: {where}: {first['msg']}", "invalid_config"
+        ) from None
+
+
+def resolve_reviews_dir(
+    config: KdevConfig, flag: str | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    """flag > ``KDEV_REVIEWS_DIR`` > config file > default."""
+    env = os.environ if environ is None else environ
+    chosen = flag or env.get("KDEV_REVIEWS_DIR") or config.reviews_dir
+    return Path(chosen).expanduser() if chosen else default_reviews_dir()

@@ -1,0 +1,73 @@
+"""The wrapper's error tree and outcome codes.
+
+A *decision* is never an error: every :class:`Outcome` exits 0. Errors are for when
+the wrapper itself broke, each with a distinct exit code (docs/wrapper.md)::
+
+    KdevError                 exit 1   unexpected failure inside kdev
+    ├── ConfigError           exit 2   KDEV_CONFIG unreadable/invalid, bad arguments
+    ├── FetchError            exit 3   git fetch of base or refs/pull/N/head failed
+    ├── WorktreeError         exit 4   git worktree add/remove failed
+    ├── ReviewerFailed        exit 5   reviewer exited non-zero or gave no VERDICT line
+    ├── ReviewerTimedOut      exit 6   reviewer passed its deadline (process group killed)
+    ├── ReviewerSpawnError    exit 7   reviewer could not start (missing binary, HTTP error)
+    └── LedgerError           exit 8   verdict/index/marker could not be written
+
+The message is one line; ``reason`` is the stable code shared by logs, JSON and docs.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Outcome(enum.StrEnum):
+    """What ``kdev review-pr`` decided. Every outcome exits 0."""
+
+    REVIEWED = "reviewed"  # a reviewer leg ran and a verdict file was written
+    CARRIED_FORWARD = "carried_forward"  # a verdict for this patch-id existed; no leg
+    SKIPPED_FORK = "skipped_fork"  # cross-repository, deleted fork or unreadable metadata
+    SKIPPED_EMPTY_DIFF = "skipped_empty_diff"  # base...head has no changes
+    DEFERRED_BUDGET = "deferred_budget"  # over a budget; a deferred:budget marker was written
+    SKIPPED_STALE_HEAD = "skipped_stale_head"  # the PR has moved on; a later poll fires
+
+
+class KdevError(Exception):
+    """Base of every error kdev raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.message} [{self.reason}]"
+
+
+class ConfigError(KdevError):
+    exit_code = 2
+
+
+class FetchError(KdevError):
+    exit_code = 3
+
+
+class WorktreeError(KdevError):
+    exit_code = 4
+
+
+class ReviewerFailed(KdevError):
+    exit_code = 5
+
+
+class ReviewerTimedOut(KdevError):
+    exit_code = 6
+
+
+class ReviewerSpawnError(KdevError):
+    exit_code = 7
+
+
+class LedgerError(KdevError):
+    exit_code = 8

@@ -1,0 +1,304 @@
+"""The only module that runs git.
+
+:class:`Git` is bound to one repository directory. Every call runs ``git`` from an argv
+list (never a shell) with hooks disabled, no submodule recursion and file-protocol
+remotes allowed (``-c core.hooksPath=/dev/null -c submodule.recurse=false
+-c protocol.file.allow=always -c advice.detachedHead=false``), in an environment with
+``GIT_TERMINAL_PROMPT=0`` (git never waits for a password), ``GIT_CONFIG_NOSYSTEM=1``
+(no system-wide config) and ``LC_ALL=C`` (stable messages), without the variables that
+would point git at another repository (``GIT_DIR``, ``GIT_WORK_TREE`` ...). Each call
+runs in its own process group, which is killed when the call passes ``timeout``.
+
+No token ever goes into an argv: git authenticates through its own credential setup,
+and a remote given as a URL with credentials is refused. Failures never escape as
+``CalledProcessError``: each becomes a :class:`~wrapper.errors.KdevError` subclass with a
+one-line message (git's last stderr line, credentials redacted):
+
+- ``FetchError`` ``fetch_failed``: :meth:`Git.fetch` failed or timed out
+- ``WorktreeError`` ``worktree_failed``: :meth:`Git.worktree_add` failed, or
+  :meth:`Git.worktree_remove` could not make the directory go away
+- ``ConfigError`` ``invalid_ref``: a ref or remote name that git would read as an option
+- ``ConfigError`` ``credentials_in_argv``: a remote given as a URL with credentials
+- ``ConfigError`` ``remote_missing``: :meth:`Git.remote_url` of an unknown remote
+- ``KdevError`` ``git_failed`` / ``git_timed_out`` / ``git_not_found``: anything else
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from wrapper.errors import ConfigError, FetchError, KdevError, WorktreeError
+
+GIT_CONFIG_ARGS = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "protocol.file.allow=always",
+    "-c",
+    "advice.detachedHead=false",
+)
+FORCED_ENVIRONMENT = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+# Variables that would make git operate on some other repository than ours.
+DROPPED_ENVIRONMENT = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+    }
+)
+DEFAULT_TIMEOUT = 300.0
+_KILL_WAIT_SECONDS = 5.0
+# scheme://userinfo@ -- the userinfo part may hold a token.
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the userinfo of every ``scheme://user:token@`` URL replaced by ``***``."""
+    return _CREDENTIALS.sub(r"\1***@", text)
+
+
+def _last_line(stderr: bytes) -> str:
+    """git's last ``fatal:``/``error:`` line (else its last line), credentials redacted."""
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    errors = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    chosen = errors or lines
+    return redact_credentials(chosen[-1]) if chosen else "no message"
+
+
+def _check_option_safe(value: str, what: str) -> str:
+    """Refuses a ref/remote that git would parse as an option, or that holds a newline."""
+    if not value or value.startswith("-") or any(c in value for c in "\0\n\r"):
+        raise ConfigError(f"{what} {value!r} is not acceptable to git", "invalid_ref")
+    return value
+
+
+class Git:
+    """git, run against ``repo_dir`` (a checkout or a bare repository).
+
+    ``env`` is the base environment (default: this process's); the forced variables are
+    applied on top and the repository-redirecting ones removed. ``timeout`` bounds each
+    call in seconds.
+    """
+
+    def __init__(
+        self,
+        repo_dir: Path,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.repo_dir = Path(repo_dir)
+        self.timeout = timeout
+        base = os.environ if env is None else env
+        self._env = {k: v for k, v in base.items() if k not in DROPPED_ENVIRONMENT}
+        self._env.update(FORCED_ENVIRONMENT)
+
+    def environment(self) -> dict[str, str]:
+        """A copy of the environment every git call runs with."""
+        return dict(self._env)
+
+    def _run(
+        self,
+        args: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        ok_codes: tuple[int, ...] = (0,),
+        error: type[KdevError] = KdevError,
+        reason: str = "git_failed",
+        what: str | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Runs ``git <config> args``; an exit code outside ``ok_codes`` raises ``error``."""
+        argv = ["git", *GIT_CONFIG_ARGS, *args]
+        label = what or f"git {args[0]}"
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.repo_dir,
+                env=self._env,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            missing = "git" if exc.filename == "git" else f"directory {self.repo_dir}"
+            found_reason = "git_not_found" if missing == "git" else reason
+            raise error(f"{label}: cannot start git: {missing} not found", found_reason) from None
+        except OSError as exc:
+            raise error(f"{label}: cannot start git: {exc.strerror}", reason) from None
+        try:
+            stdout, stderr = proc.communicate(stdin, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self._kill_group(proc)
+            timed_out_reason = reason if error is not KdevError else "git_timed_out"
+            raise error(f"{label}: timed out after {self.timeout:g}s", timed_out_reason) from None
+        except BaseException:
+            self._kill_group(proc)
+            raise
+        result = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+        if result.returncode not in ok_codes:
+            raise error(f"{label} failed: {_last_line(stderr)}", reason)
+        return result
+
+    @staticmethod
+    def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+        # git fetch spawns helpers (remote-https, ssh): kill the whole group.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.communicate(timeout=_KILL_WAIT_SECONDS)
+        except (subprocess.TimeoutExpired, ValueError):
+            pass
+
+    def remote_url(self, name: str = "origin") -> str:
+        """The URL of remote ``name``, with any ``user:token@`` credentials redacted."""
+        _check_option_safe(name, "remote")
+        result = self._run(["remote", "get-url", name], ok_codes=(0, 2, 128))
+        url = result.stdout.decode("utf-8", "replace").strip()
+        if result.returncode != 0 or not url:
+            raise ConfigError(
+                f"remote {name!r} is not configured in {self.repo_dir}: "
+                f"{_last_line(result.stderr)}",
+                "remote_missing",
+            )
+        return redact_credentials(url)
+
+    def fetch(self, remote: str, refspecs: list[str]) -> None:
+        """``git fetch --no-tags`` of ``refspecs`` from ``remote`` in one call.
+
+        Raises ``FetchError(..., "fetch_failed")`` with git's last stderr line.
+        """
+        _check_option_safe(remote, "remote")
+        if redact_credentials(remote) != remote:
+            raise ConfigError(
+                "a remote URL with credentials would put a token in argv; "
+                "configure a named remote or a credential helper",
+                "credentials_in_argv",
+            )
+        if not refspecs:
+            raise ConfigError("fetch needs at least one refspec", "invalid_ref")
+        for refspec in refspecs:
+            _check_option_safe(refspec, "refspec")
+        self._run(
+            [
+                "fetch",
+                "--no-tags",
+                "--no-recurse-submodules",
+                "--no-write-fetch-head",
+                "--quiet",
+                remote,
+                *refspecs,
+            ],
+            error=FetchError,
+            reason="fetch_failed",
+            what=f"git fetch {remote}",
+        )
+
+    def rev_parse(self, ref: str) -> str | None:
+        """The commit SHA ``ref`` names (tags peeled), or None if there is no such commit."""
+        _check_option_safe(ref, "ref")
+        result = self._run(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+            ok_codes=(0, 1, 128),
+        )
+        sha = result.stdout.decode("ascii", "replace").strip()
+        return sha if result.returncode == 0 and sha else None
+
+    def is_valid_branch_name(self, name: str) -> bool:
+        """True when ``git check-ref-format --branch`` accepts ``name`` as it is.
+
+        ``@{-N}`` shorthands, which git would expand to another branch, are refused.
+        """
+        if not name or name.startswith("-") or any(c in name for c in "\0\n\r"):
+            return False
+        result = self._run(["check-ref-format", "--branch", name], ok_codes=(0, 1, 128))
+        expanded = result.stdout.decode("utf-8", "replace").strip()
+        return result.returncode == 0 and expanded == name
+
+    def diff(self, base_ref: str, head_ref: str) -> bytes:
+        """``git diff base...head`` (changes on head since the merge base), as bytes."""
+        _check_option_safe(base_ref, "ref")
+        _check_option_safe(head_ref, "ref")
+        result = self._run(
+            [
+                "diff",
+                "--no-ext-diff",
+                "--no-color",
+                "--no-textconv",
+                f"{base_ref}...{head_ref}",
+                "--",
+            ]
+        )
+        return result.stdout
+
+    def patch_id(self, diff: bytes) -> str | None:
+        """First field of ``git patch-id --stable`` fed ``diff``; None for an empty diff."""
+        if not diff.strip():
+            return None
+        result = self._run(["patch-id", "--stable"], stdin=diff)
+        fields = result.stdout.decode("ascii", "replace").split()
+        return fields[0] if fields else None
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of ``a`` and ``b``, or None when they share no history."""
+        _check_option_safe(a, "ref")
+        _check_option_safe(b, "ref")
+        result = self._run(["merge-base", a, b], ok_codes=(0, 1))
+        sha = result.stdout.decode("ascii", "replace").strip()
+        return sha if result.returncode == 0 and sha else None
+
+    def worktree_add(self, path: Path, ref: str) -> None:
+        """Checks ``ref`` out, detached, at ``path``, sharing this repository's objects.
+
+        Raises ``WorktreeError(..., "worktree_failed")``.
+        """
+        _check_option_safe(ref, "ref")
+        self._run(
+            ["worktree", "add", "--detach", str(Path(path).absolute()), ref],
+            error=WorktreeError,
+            reason="worktree_failed",
+            what="git worktree add",
+        )
+
+    def worktree_remove(self, path: Path) -> None:
+        """Removes the worktree at ``path`` and prunes its bookkeeping.
+
+        Never raises when ``path`` is already gone. When git cannot remove it, the
+        directory is deleted anyway, unless it is this repository or a repository of its
+        own (``.git`` directory), which are never deleted. Raises
+        ``WorktreeError(..., "worktree_failed")`` only if the directory survives.
+        """
+        target = Path(path).absolute()
+        if target.exists():
+            self._run(
+                ["worktree", "remove", "--force", "--force", str(target)],
+                ok_codes=tuple(range(256)),
+            )
+        if target.exists() and self._may_delete(target):
+            shutil.rmtree(target, ignore_errors=True)
+        self._run(["worktree", "prune"], ok_codes=tuple(range(256)))
+        if target.exists():
+            raise WorktreeError(f"git worktree remove: {target} is still there", "worktree_failed")
+
+    def _may_delete(self, target: Path) -> bool:
+        resolved = target.resolve()
+        ours = self.repo_dir.resolve()
+        if resolved == ours or resolved in ours.parents:
+            return False
+        return not (resolved / ".git").is_dir()

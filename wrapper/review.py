@@ -1,0 +1,355 @@
+"""``kdev review-pr``: decide whether a review runs, run it safely, record the verdict.
+
+The workflow of ADR-0094 D5, one named step each, in this order:
+
+1. fork backstop      PR metadata only; cross-repo, deleted fork or unreadable -> skipped_fork
+2. patch-id           fetch base + refs/pull/N/head; patch-id of base...head; empty -> skipped
+3. dedup              a verdict for this patch-id exists -> carried_forward (no reviewer)
+4. budget gate        daily legs per repo, rounds per PR, concurrency slots -> deferred_budget
+5. freshness          the PR's head moved on -> skipped_stale_head
+6. worktree + lock    disposable worktree, per-PR lock, dedup re-checked under the lock
+7. reviewer           prompt (data-not-instructions clause), backend, VERDICT line
+8. verdict            verdict file + index.json, atomically; secret canary
+9. notify             verdict, deferral or FAILURE notice; the worktree is always pruned
+
+Every decision returns a :class:`ReviewReport` (exit 0); only a broken wrapper raises a
+:class:`wrapper.errors.KdevError` (non-zero, distinct codes).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+
+from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
+from wrapper.budget import decide_budget
+from wrapper.config import KdevConfig, check_repo
+from wrapper.errors import ConfigError, KdevError, Outcome
+from wrapper.git import Git
+from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, VerdictRecord
+from wrapper.notify import (
+    Notification,
+    deferred_notification,
+    failure_notification,
+    send,
+    verdict_notification,
+)
+from wrapper.patch_id import compute_patch_id, fetch_pr_refs
+from wrapper.prompt import PromptInput, render_prompt
+from wrapper.reviewer import run_reviewer
+
+log = logging.getLogger("kdev.review")
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """What the engine fired: ``kdev review-pr --repo R --pr N --head-sha SHA ...``."""
+
+    repo: str
+    pr: int
+    head_sha: str
+    checkout: Path
+    pr_url: str | None = None
+    author: str | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class ReviewReport:
+    """The decision, printed as one JSON line with ``--json``."""
+
+    outcome: Outcome
+    repo: str
+    pr: int
+    head_sha: str
+    patch_id: str | None = None
+    verdict: str | None = None
+    artifact: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "outcome": self.outcome.value,
+            "repo": self.repo,
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "patch_id": self.patch_id,
+            "verdict": self.verdict,
+            "artifact": self.artifact,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class ReviewContext:
+    """Everything the workflow needs from outside, passed in (no globals)."""
+
+    config: KdevConfig
+    ledger: Ledger
+    github: GitHubClient
+    environ: Mapping[str, str]
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    reviewer_transport: httpx.BaseTransport | None = None
+    notify_transport: httpx.BaseTransport | None = None
+
+
+def _notify(ctx: ReviewContext, note: Notification) -> None:
+    for problem in send(
+        ctx.config.notify, note, environ=ctx.environ, transport=ctx.notify_transport
+    ):
+        log.warning("notification failed: %s", problem)
+
+
+def read_metadata(ctx: ReviewContext, req: ReviewRequest) -> PullRequest | None:
+    """Step 1: the PR's metadata (never its diff); None when it cannot be read."""
+    try:
+        return ctx.github.get_pull(req.repo, req.pr)
+    except GitHubError as exc:
+        log.warning("metadata of %s #%s unreadable: %s", req.repo, req.pr, exc)
+        return None
+
+
+def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> ReviewReport:
+    """Step 3: record that ``req.head_sha`` has the verdict of an identical diff."""
+    entry = IndexEntry(
+        patch_id=record.patch_id,
+        verdict=record.verdict,
+        reviewed_at=record.reviewed_at,
+        carried_from=None if record.head_sha == req.head_sha else record.head_sha,
+    )
+    ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
+    return ReviewReport(
+        Outcome.CARRIED_FORWARD,
+        req.repo,
+        req.pr,
+        req.head_sha,
+        record.patch_id,
+        record.verdict,
+        str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
+        f"same diff as {record.head_sha}",
+    )
+
+
+def defer(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr_url: str,
+    budget: str,
+    count: int,
+    limit: int,
+    reopens_at: datetime | None,
+    patch_id: str,
+) -> ReviewReport:
+    """Step 4, over budget: a ``deferred:budget`` marker and a notice, never a silent drop."""
+    marker = DeferredMarker(
+        budget=budget,
+        count=count,
+        limit=limit,
+        reopens_at=reopens_at,
+        head_sha=req.head_sha,
+        pr_url=pr_url,
+        created_at=ctx.clock(),
+    )
+    ctx.ledger.write_deferred(req.repo, req.pr, req.head_sha, marker)
+    _notify(
+        ctx,
+        deferred_notification(
+            req.repo, req.pr, budget, count, limit, reopens_at, pr_url, req.head_sha
+        ),
+    )
+    return ReviewReport(
+        Outcome.DEFERRED_BUDGET,
+        req.repo,
+        req.pr,
+        req.head_sha,
+        patch_id,
+        detail=f"{budget}: {count}/{limit}",
+    )
+
+
+def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
+    """Run the D5 workflow for one fired event (see the module doc)."""
+    check_repo(req.repo)
+    if req.pr < 1:
+        raise ConfigError(f"--pr must be a positive integer, got {req.pr}", "invalid_pr")
+
+    # 1. Fork backstop: metadata only; anything but a provable same-repo PR is skipped.
+    pr = read_metadata(ctx, req)
+    if pr is None or not is_same_repo(pr):
+        why = (
+            "metadata unreadable"
+            if pr is None
+            else (
+                "head repository deleted"
+                if pr.head_repo_full_name is None
+                else f"head is {pr.head_repo_full_name}"
+            )
+        )
+        return ReviewReport(Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=why)
+    pr_url = req.pr_url or pr.html_url
+
+    # 2. Patch-id of base...head (the head as fired, if it was fetched).
+    git = Git(req.checkout)
+    base_ref, head_ref = fetch_pr_refs(git, pr.base_ref, req.pr)
+    head = req.head_sha if git.rev_parse(req.head_sha) else head_ref
+    info = compute_patch_id(git, base_ref, head)
+    if info.patch_id is None:
+        return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, req.head_sha)
+    patch_id = info.patch_id
+
+    # 3. Dedup (--force first forgets this diff's verdict).
+    if req.force:
+        removed = ctx.ledger.remove_patch(req.repo, req.pr, patch_id)
+        log.info("--force: forgot the verdict of patch %s (%d index entries)", patch_id, removed)
+    existing = ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
+    if existing is not None:
+        return carry_forward(ctx, req, existing)
+
+    # 4. Budget gate: legs started in the trailing 24 h, rounds per PR, concurrency.
+    now = ctx.clock()
+    budgets = ctx.config.budgets
+    legs = ctx.ledger.legs_since(req.repo, now - timedelta(hours=24))
+    decision = decide_budget(budgets, legs, req.pr, now)
+    if not decision.allowed:
+        assert decision.budget is not None
+        return defer(
+            ctx,
+            req,
+            pr_url,
+            decision.budget,
+            decision.count,
+            decision.limit,
+            decision.reopens_at,
+            patch_id,
+        )
+
+    with ctx.ledger.concurrency_slot(req.repo, budgets.max_concurrent_legs_per_repo) as slot:
+        if slot is None:
+            cap = budgets.max_concurrent_legs_per_repo
+            return defer(ctx, req, pr_url, "max_concurrent_legs_per_repo", cap, cap, None, patch_id)
+
+        # 5. Freshness: the PR moved on; its new head fires on a later poll.
+        if pr.head_sha != req.head_sha:
+            return ReviewReport(
+                Outcome.SKIPPED_STALE_HEAD,
+                req.repo,
+                req.pr,
+                req.head_sha,
+                patch_id,
+                detail=f"current head is {pr.head_sha}",
+            )
+
+        # 6. Lock, then dedup again: a concurrent holder may have just written it.
+        with ctx.ledger.pr_lock(req.repo, req.pr):
+            existing = ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
+            if existing is not None:
+                return carry_forward(ctx, req, existing)
+            # Decide and record the leg as one step: concurrent runs for other PRs of
+            # the repository cannot both take the last leg of the budget.
+            with ctx.ledger.legs_lock(req.repo):
+                now = ctx.clock()
+                legs = ctx.ledger.legs_since(req.repo, now - timedelta(hours=24))
+                decision = decide_budget(budgets, legs, req.pr, now)
+                if not decision.allowed:
+                    assert decision.budget is not None
+                    return defer(
+                        ctx,
+                        req,
+                        pr_url,
+                        decision.budget,
+                        decision.count,
+                        decision.limit,
+                        decision.reopens_at,
+                        patch_id,
+                    )
+                ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, info.diff)
+
+
+def run_leg(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr: PullRequest,
+    pr_url: str,
+    git: Git,
+    patch_id: str,
+    diff: str,
+) -> ReviewReport:
+    """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune."""
+    reviewer = ctx.config.reviewer
+    if reviewer is None:
+        raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
+    scratch = Path(tempfile.mkdtemp(prefix=f"kdev-pr{req.pr}-"))
+    worktree = scratch / "worktree"
+    try:
+        git.worktree_add(worktree, req.head_sha)
+        prompt = render_prompt(
+            PromptInput(
+                repo=req.repo,
+                pr=req.pr,
+                title=pr.title,
+                body=pr.body,
+                author=req.author or pr.user_login,
+                base=pr.base_ref,
+                head_sha=req.head_sha,
+                diff=diff,
+                pr_url=pr_url,
+            ),
+            ctx.config.prompt_template,
+        )
+        result = run_reviewer(
+            reviewer,
+            prompt,
+            worktree,
+            ctx.environ,
+            extra_env_names=ctx.config.reviewer_env,
+            transport=ctx.reviewer_transport,
+        )
+        record = VerdictRecord(
+            verdict=result.verdict,
+            pr_url=pr_url,
+            head_sha=req.head_sha,
+            patch_id=patch_id,
+            base=pr.base_ref,
+            reviewed_at=ctx.clock(),
+            model=result.model,
+            body=result.body,
+        )
+        secrets = [ctx.environ.get(name, "") for name in ctx.config.secret_env]
+        path = ctx.ledger.write_verdict(req.repo, req.pr, record, secrets=secrets)
+        ctx.ledger.record_index(
+            req.repo,
+            req.pr,
+            req.head_sha,
+            IndexEntry(
+                patch_id=patch_id,
+                verdict=result.verdict,
+                reviewed_at=record.reviewed_at,
+                carried_from=None,
+            ),
+        )
+        ctx.ledger.clear_deferred(req.repo, req.pr, req.head_sha)
+    except KdevError as exc:
+        _notify(
+            ctx,
+            failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
+        )
+        raise
+    finally:
+        try:
+            git.worktree_remove(worktree)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    _notify(
+        ctx, verdict_notification(req.repo, req.pr, result.verdict, pr_url, req.head_sha, str(path))
+    )
+    return ReviewReport(
+        Outcome.REVIEWED, req.repo, req.pr, req.head_sha, patch_id, result.verdict, str(path)
+    )

@@ -1,0 +1,82 @@
+"""A deterministic stand-in reviewer for the demo and the tests (no model, no network).
+
+``python -m wrapper.stub_reviewer [PROMPT_FILE]`` reads the prompt from PROMPT_FILE or
+stdin, finds the diff block (the ``untrusted-diff`` fence of :mod:`wrapper.prompt`; the
+whole input when there is none), prints a short review and ends with
+``VERDICT: REQUEST_CHANGES`` when the diff contains ``TODO`` or ``FIXME``, else
+``VERDICT: APPROVE``.
+
+Environment (allow-list these names in ``reviewer_env`` so they reach the stub):
+
+- ``KDEV_STUB_SLEEP``: seconds (float) to sleep first, for concurrency and timeout tests
+- ``KDEV_STUB_EXIT``: exit with this code, printing no verdict, for failure tests
+
+Prefer ``python -P -m wrapper.stub_reviewer``: the reviewer's working directory is the
+PR's worktree, and ``-P`` keeps Python from importing modules from it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+
+MARKERS = ("TODO", "FIXME")
+_DIFF_OPEN = re.compile(r"^(`{3,})untrusted-diff[ \t]*$")
+
+
+def diff_section(prompt: str) -> str:
+    """The text inside the prompt's ``untrusted-diff`` fence, or all of ``prompt``."""
+    lines = prompt.splitlines()
+    for start, line in enumerate(lines):
+        opened = _DIFF_OPEN.match(line)
+        if opened is None:
+            continue
+        closing = opened.group(1)
+        inside: list[str] = []
+        for candidate in lines[start + 1 :]:
+            if candidate.strip() == closing:
+                break
+            inside.append(candidate)
+        return "\n".join(inside)
+    return prompt
+
+
+def stub_review(prompt: str) -> str:
+    """The stub's whole output for ``prompt``; the last line is the verdict."""
+    diff = diff_section(prompt)
+    findings = [
+        f"- line {number}: {marker} left in the change"
+        for number, line in enumerate(diff.splitlines(), start=1)
+        for marker in MARKERS
+        if marker in line
+    ]
+    summary = f"Stub review of {len(diff.splitlines())} diff lines."
+    if findings:
+        return "\n".join([summary, "", "Must change:", *findings, "", "VERDICT: REQUEST_CHANGES"])
+    return "\n".join([summary, "", "No TODO or FIXME markers found.", "", "VERDICT: APPROVE"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the stub; returns the process exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    delay = os.environ.get("KDEV_STUB_SLEEP")
+    if delay:
+        time.sleep(float(delay))
+    forced_exit = os.environ.get("KDEV_STUB_EXIT")
+    if forced_exit:
+        print(f"stub reviewer: exiting with code {forced_exit} as asked", file=sys.stderr)
+        return int(forced_exit)
+    if args:
+        with open(args[0], encoding="utf-8") as prompt_file:
+            prompt = prompt_file.read()
+    else:
+        prompt = sys.stdin.read()
+    print(stub_review(prompt))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
