@@ -22,6 +22,55 @@ TOKEN = "demo-token-not-a-secret"
 BIN = Path(sys.executable).parent
 
 
+REVIEW_ARGS = [
+    "review-pr",
+    "--repo",
+    "{{ repo }}",
+    "--pr",
+    "{{ pr_number }}",
+    "--head-sha",
+    "{{ head_sha }}",
+    "--pr-url",
+    "{{ pr_url }}",
+    "--author",
+    "{{ pr_author }}",
+]
+
+
+def setup_pipeline(
+    sim: GitHubSim, repo: str, root: Path, token: str
+) -> tuple[Path, dict[str, str]]:
+    """A checkout of ``repo``, a kdev.yaml with the stub reviewer (notifications to
+    ``root/notifications.jsonl``) and the environment ``li`` and ``kdev`` run with."""
+    checkout = root / "checkout"
+    subprocess.run(["git", "clone", "-q", str(sim.repo_path(repo)), str(checkout)], check=True)
+    config = root / "kdev.yaml"
+    config.write_text(
+        "reviewer:\n"
+        "  backend: command\n"
+        f"  argv: [{sys.executable}, -P, -m, wrapper.stub_reviewer]\n"
+        "  model: stub-reviewer\n"
+        "  timeout_seconds: 60\n"
+        "budgets:\n  daily_legs_per_repo: 20\n  daily_rounds_per_pr: 5\n"
+        f"notify:\n  - type: file\n    path: {root / 'notifications.jsonl'}\n",
+        encoding="utf-8",
+    )
+    env = {
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(root),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+        "LI_DATABASE_URL": f"sqlite:///{root / 'li.db'}",
+        "LI_COMMAND_ALLOWLIST": "kdev",
+        "LI_ENV_PASSTHROUGH": "GITHUB_API_URL,GITHUB_TOKEN,KDEV_CONFIG,KDEV_REVIEWS_DIR,PYTHONPATH",
+        "GITHUB_API_URL": sim.url,
+        "GITHUB_TOKEN": token,
+        "KDEV_CONFIG": str(config),
+        "KDEV_REVIEWS_DIR": str(root / "reviews"),
+    }
+    return checkout, env
+
+
 def run(*argv: str, env: dict[str, str], check: bool = True) -> str:
     result = subprocess.run(list(argv), env=env, capture_output=True, text=True, check=False)
     if check and result.returncode != 0:
@@ -44,33 +93,8 @@ def main() -> int:
     try:
         sim.add_token(TOKEN, ("review-bot", 5000))
         sim.create_repo(REPO, files={"README.md": "# widgets\n", "app.py": "print('hi')\n"})
-        checkout = root / "checkout"
-        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
-        config = root / "kdev.yaml"
-        config.write_text(
-            "reviewer:\n"
-            "  backend: command\n"
-            f"  argv: [{sys.executable}, -P, -m, wrapper.stub_reviewer]\n"
-            "  model: stub-reviewer\n"
-            "  timeout_seconds: 60\n"
-            "budgets:\n  daily_legs_per_repo: 20\n  daily_rounds_per_pr: 5\n"
-            f"notify:\n  - type: file\n    path: {root / 'notifications.jsonl'}\n",
-            encoding="utf-8",
-        )
-        env = {
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-            "HOME": os.environ.get("HOME", str(root)),
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-            "LI_DATABASE_URL": f"sqlite:///{root / 'li.db'}",
-            "LI_COMMAND_ALLOWLIST": "kdev",
-            "LI_ENV_PASSTHROUGH": "GITHUB_API_URL,GITHUB_TOKEN,KDEV_CONFIG,KDEV_REVIEWS_DIR,"
-            "PYTHONPATH",
-            "GITHUB_API_URL": sim.url,
-            "GITHUB_TOKEN": TOKEN,
-            "KDEV_CONFIG": str(config),
-            "KDEV_REVIEWS_DIR": str(root / "reviews"),
-        }
+        checkout, env = setup_pipeline(sim, REPO, root, TOKEN)
+        env["HOME"] = os.environ.get("HOME", str(root))
 
         step("three pull requests: a clean change, one with a TODO, one from a fork")
         clean = sim.open_pr(
@@ -119,17 +143,7 @@ def main() -> int:
                 "--command",
                 "kdev",
                 "--",
-                "review-pr",
-                "--repo",
-                "{{ repo }}",
-                "--pr",
-                "{{ pr_number }}",
-                "--head-sha",
-                "{{ head_sha }}",
-                "--pr-url",
-                "{{ pr_url }}",
-                "--author",
-                "{{ pr_author }}",
+                *REVIEW_ARGS,
                 env=env,
             ).strip()
         )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import typer
 from sqlalchemy import Engine as SAEngine
@@ -24,7 +24,8 @@ from engine import __version__
 from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.argv import check_templates
-from engine.clikit import OneLineErrorsTyper
+from engine.clikit import OneLineErrorsTyper, fail
+from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.daemon import Engine, registered_engine
 from engine.durations import format_duration, parse_duration
@@ -76,32 +77,18 @@ T = TypeVar("T")
 # -- plumbing ---------------------------------------------------------------------------
 
 
-def fail(exc: LiError) -> NoReturn:
-    """Print the one-line error and exit with its code."""
-    typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
-    raise typer.Exit(exc.exit_code)
-
-
 _opened: list[SAEngine] = []
 
 
-def guarded(work: Callable[[], T]) -> T:
-    """Run a command body; LiError and anything unexpected become one line, no traceback.
+def _dispose_opened() -> None:
+    while _opened:
+        _opened.pop().dispose()
 
-    Database engines opened by the body are disposed when it ends.
-    """
-    try:
-        return work()
-    except LiError as exc:
-        fail(exc)
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # a bug: still one line, never a traceback for the user
-        typer.echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
-        raise typer.Exit(1) from None
-    finally:
-        while _opened:
-            _opened.pop().dispose()
+
+def guarded(work: Callable[[], T]) -> T:
+    """Run a command body (see :func:`engine.clikit.guarded`); database engines it opened
+    are disposed when it ends."""
+    return clikit_guarded(work, cleanup=_dispose_opened)
 
 
 def settings() -> Settings:

@@ -3,10 +3,43 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from typer._click import exceptions as click_exceptions
+
+from engine.errors import LiError
+
+T = TypeVar("T")
+
+
+def fail(exc: LiError, exit_code: int | None = None) -> NoReturn:
+    """Print the one-line error and exit with its code (or ``exit_code``)."""
+    typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
+    raise typer.Exit(exc.exit_code if exit_code is None else exit_code)
+
+
+def guarded(
+    work: Callable[[], T],
+    *,
+    exit_code: Callable[[LiError], int] = lambda exc: exc.exit_code,
+    cleanup: Callable[[], None] | None = None,
+) -> T:
+    """Run a command body: an LiError becomes one line and ``exit_code(error)``; anything
+    unexpected one line and exit 1, never a traceback. ``cleanup`` runs in every case."""
+    try:
+        return work()
+    except LiError as exc:
+        fail(exc, exit_code(exc))
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a bug: still one line, never a traceback for the user
+        typer.echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        if cleanup is not None:
+            cleanup()
 
 
 class OneLineErrorsTyper(typer.Typer):

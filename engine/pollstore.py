@@ -221,18 +221,7 @@ class PollStore:
                 row.run_count += 1
                 row.last_fire_at = now
             state.updated_at = now
-            return Claim(
-                run_id=run.id,
-                schedule_id=row.id,
-                schedule_name=row.name,
-                command=row.command,
-                args=list(row.args or []),
-                cwd=row.cwd,
-                timeout_seconds=row.timeout_seconds,
-                env_passthrough=list(row.env_passthrough or []),
-                context=context,
-                next_fire_at=row.next_fire_at,
-            )
+            return Claim.of(row, run.id, context)
 
         result: Claim | None = self.store._run(work)
         return result

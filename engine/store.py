@@ -60,6 +60,22 @@ class Claim:
     context: dict[str, Any]
     next_fire_at: datetime | None
 
+    @classmethod
+    def of(cls, row: Schedule, run_id: int, context: dict[str, Any]) -> Claim:
+        """The claim of ``run_id``, a fire of ``row`` with ``context``."""
+        return cls(
+            run_id=run_id,
+            schedule_id=row.id,
+            schedule_name=row.name,
+            command=row.command,
+            args=list(row.args or []),
+            cwd=row.cwd,
+            timeout_seconds=row.timeout_seconds,
+            env_passthrough=list(row.env_passthrough or []),
+            context=context,
+            next_fire_at=row.next_fire_at,
+        )
+
 
 @dataclass(frozen=True)
 class FinishedRun:
@@ -562,18 +578,7 @@ class Store:
             )
             session.add(run)
             session.flush()
-            return Claim(
-                run_id=run.id,
-                schedule_id=row.id,
-                schedule_name=row.name,
-                command=row.command,
-                args=list(row.args or []),
-                cwd=row.cwd,
-                timeout_seconds=row.timeout_seconds,
-                env_passthrough=list(row.env_passthrough or []),
-                context=context,
-                next_fire_at=row.next_fire_at,
-            )
+            return Claim.of(row, run.id, context)
 
         result: Claim | ScheduleRun | None = self._run(work)
         return result

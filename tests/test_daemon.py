@@ -31,6 +31,15 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
+def run_due(settings: Settings, store: Store) -> list[ScheduleRun]:
+    """Start an engine, fire everything due once, stop it."""
+    engine = started_engine(settings, store)
+    try:
+        return engine.run_once()
+    finally:
+        engine.close()
+
+
 def started_engine(settings: Settings, store: Store) -> Engine:
     engine = Engine(settings, store)
     engine.start()
@@ -44,11 +53,7 @@ def test_run_once_fires_a_due_schedule_and_records_output(db: SAEngine, db_url: 
         interval_spec(args=["-c", "echo out-{{ schedule_name }}; echo err >&2; exit 3"])
     )
     clock.advance(61)
-    engine = started_engine(settings_for(db_url), store)
-    try:
-        [run] = engine.run_once()
-    finally:
-        engine.close()
+    [run] = run_due(settings_for(db_url), store)
     assert run.status == RunStatus.FAILED.value and run.exit_code == 3
     assert run.reason == "nonzero_exit"
     assert run.argv == ["sh", "-c", "echo out-tick; echo err >&2; exit 3"]
@@ -61,11 +66,7 @@ def test_an_allow_list_revoked_after_add_refuses_the_fire(db: SAEngine, db_url: 
     store = Store(db, clock)
     store.add_schedule(interval_spec())
     clock.advance(61)
-    engine = started_engine(settings_for(db_url, allow=("true",)), store)
-    try:
-        [run] = engine.run_once()
-    finally:
-        engine.close()
+    [run] = run_due(settings_for(db_url, allow=("true",)), store)
     assert run.status == RunStatus.REFUSED.value
     assert run.reason == "command_not_allowlisted" and run.pid is None
 
@@ -75,11 +76,7 @@ def test_an_undefined_template_variable_refuses_the_fire(db: SAEngine, db_url: s
     store = Store(db, clock)
     store.add_schedule(interval_spec(args=["-c", "echo {{ pr_number }}"]))
     clock.advance(61)
-    engine = started_engine(settings_for(db_url), store)
-    try:
-        [run] = engine.run_once()
-    finally:
-        engine.close()
+    [run] = run_due(settings_for(db_url), store)
     assert (run.status, run.reason) == (RunStatus.REFUSED.value, "template_undefined")
     assert run.argv is None
 
@@ -89,11 +86,7 @@ def test_a_command_missing_from_path_is_refused(db: SAEngine, db_url: str) -> No
     store = Store(db, clock)
     store.add_schedule(interval_spec(command="no-such-tool-li", args=[]))
     clock.advance(61)
-    engine = started_engine(settings_for(db_url, allow=("no-such-tool-li",)), store)
-    try:
-        [run] = engine.run_once()
-    finally:
-        engine.close()
+    [run] = run_due(settings_for(db_url, allow=("no-such-tool-li",)), store)
     assert (run.status, run.reason) == (RunStatus.REFUSED.value, "command_not_found")
 
 
@@ -107,11 +100,7 @@ def test_a_cwd_removed_after_add_refuses_the_fire(
     store.add_schedule(interval_spec(cwd=str(workdir)))
     workdir.rmdir()
     clock.advance(61)
-    engine = started_engine(settings_for(db_url), store)
-    try:
-        [run] = engine.run_once()
-    finally:
-        engine.close()
+    [run] = run_due(settings_for(db_url), store)
     assert (run.status, run.reason) == (RunStatus.REFUSED.value, "cwd_missing")
 
 
@@ -124,11 +113,7 @@ def test_the_action_gets_a_minimal_environment_plus_passthrough(
     store = Store(db, clock)
     store.add_schedule(interval_spec(args=["-c", "env"], env_passthrough=["LI_TEST_PASSED"]))
     clock.advance(61)
-    engine = started_engine(settings_for(db_url), store)
-    try:
-        [run] = engine.run_once()
-    finally:
-        engine.close()
+    [run] = run_due(settings_for(db_url), store)
     names = {line.split("=", 1)[0] for line in run.stdout_tail.splitlines() if "=" in line}
     assert "LI_TEST_PASSED" in names
     assert "LI_TEST_SECRET_CANARY" not in names

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from demo.run_demo import REVIEW_ARGS, setup_pipeline
 from tests.ghsim import GitHubSim
 
 BIN = Path(sys.executable).parent
@@ -79,29 +79,9 @@ def make_loop(tmp_path: Path, same_repo_only: bool) -> Iterator[Loop]:
     with GitHubSim(tmp_path / "github") as sim:
         sim.add_token(token, ("review-bot", 5000))
         sim.create_repo(REPO, files={"app.py": "print('hi')\n"})
-        checkout = tmp_path / "checkout"
-        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
-        config = tmp_path / "kdev.yaml"
-        config.write_text(
-            "reviewer:\n  backend: command\n"
-            f"  argv: [{sys.executable}, -P, -m, wrapper.stub_reviewer]\n"
-            "  model: stub\n"
-            f"notify:\n  - type: file\n    path: {tmp_path / 'notes.jsonl'}\n"
-        )
-        env = {
-            "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-            "HOME": str(tmp_path),
-            "PYTHONPATH": str(ROOT),
-            "LI_DATABASE_URL": f"sqlite:///{tmp_path / 'li.db'}",
-            "LI_COMMAND_ALLOWLIST": "kdev",
-            "LI_ENV_PASSTHROUGH": "GITHUB_API_URL,GITHUB_TOKEN,KDEV_CONFIG,KDEV_REVIEWS_DIR,"
-            "PYTHONPATH",
-            "GITHUB_API_URL": sim.url,
-            "GITHUB_TOKEN": token,
-            "KDEV_CONFIG": str(config),
-            "KDEV_REVIEWS_DIR": str(tmp_path / "reviews"),
-        }
+        checkout, env = setup_pipeline(sim, REPO, tmp_path, token)
         loop = Loop(sim, env, tmp_path)
+        same = "true" if same_repo_only else "false"
         loop.li(
             "schedule",
             "add",
@@ -111,7 +91,7 @@ def make_loop(tmp_path: Path, same_repo_only: bool) -> Iterator[Loop]:
             "--poll-interval",
             "1m",
             "--filter",
-            f"same_repo_only={'true' if same_repo_only else 'false'}",
+            f"same_repo_only={same}",
             "--cwd",
             str(checkout),
             "--timeout",
@@ -119,17 +99,7 @@ def make_loop(tmp_path: Path, same_repo_only: bool) -> Iterator[Loop]:
             "--command",
             "kdev",
             "--",
-            "review-pr",
-            "--repo",
-            "{{ repo }}",
-            "--pr",
-            "{{ pr_number }}",
-            "--head-sha",
-            "{{ head_sha }}",
-            "--pr-url",
-            "{{ pr_url }}",
-            "--author",
-            "{{ pr_author }}",
+            *REVIEW_ARGS,
             "--json",
         )
         sim.advance(2)
@@ -146,7 +116,7 @@ def test_each_distinct_diff_is_reviewed_exactly_once(loop: Loop) -> None:
     pr = sim.open_pr(REPO, "feature", {"util.py": "def f():\n    pass  # TODO\n"})
     assert loop.outcomes(loop.engine_pass()) == [(pr.number, "reviewed")]
     assert loop.legs() == 1
-    notes = (loop.root / "notes.jsonl").read_text()
+    notes = (loop.root / "notifications.jsonl").read_text()
     assert "REQUEST_CHANGES" in notes
 
     sim.advance(2)

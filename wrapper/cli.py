@@ -17,12 +17,12 @@ from typing import Any, TypeVar
 import typer
 
 from engine.clikit import OneLineErrorsTyper
+from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
-from engine.errors import LiError
 from engine.github import github_client
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
-from wrapper.errors import ConfigError, KdevError
+from wrapper.errors import KdevError
 from wrapper.ledger import Ledger
 from wrapper.review import ReviewContext, ReviewRequest, review_pr
 
@@ -40,20 +40,11 @@ app.add_typer(verdict_app, name="verdict")
 
 
 def guarded(work: Callable[[], T]) -> T:
-    """One line per error, a distinct exit code per class, never a traceback."""
-    try:
-        return work()
-    except KdevError as exc:
-        typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
-        raise typer.Exit(exc.exit_code) from None
-    except LiError as exc:  # settings read through the engine's Settings
-        typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
-        raise typer.Exit(ConfigError.exit_code) from None
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except Exception as exc:
-        typer.echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
-        raise typer.Exit(1) from None
+    """One line per error, a distinct exit code per class, never a traceback. An engine
+    error (settings read through the engine) is a configuration error here."""
+    return clikit_guarded(
+        work, exit_code=lambda exc: exc.exit_code if isinstance(exc, KdevError) else 2
+    )
 
 
 def _version(value: bool) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import enum
 
+from engine.errors import LiError
+
 
 class Outcome(enum.StrEnum):
     """What ``kdev review-pr`` decided. Every outcome exits 0."""
@@ -31,18 +33,10 @@ class Outcome(enum.StrEnum):
     SKIPPED_STALE_HEAD = "skipped_stale_head"  # the PR has moved on; a later poll fires
 
 
-class KdevError(Exception):
-    """Base of every error kdev raises on purpose."""
+class KdevError(LiError):
+    """Base of every error kdev raises on purpose (message, reason, exit code)."""
 
     exit_code = 1
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.reason = reason
-
-    def __str__(self) -> str:
-        return f"{self.message} [{self.reason}]"
 
 
 class ConfigError(KdevError):

@@ -174,6 +174,28 @@ def defer(
     )
 
 
+def over_budget(
+    ctx: ReviewContext, req: ReviewRequest, pr_url: str, patch_id: str
+) -> ReviewReport | None:
+    """Step 4's leg budgets: a ``deferred_budget`` report when over one, else None."""
+    now = ctx.clock()
+    legs = ctx.ledger.legs_since(req.repo, now - timedelta(hours=24))
+    decision = decide_budget(ctx.config.budgets, legs, req.pr, now)
+    if decision.allowed:
+        return None
+    assert decision.budget is not None
+    return defer(
+        ctx,
+        req,
+        pr_url,
+        decision.budget,
+        decision.count,
+        decision.limit,
+        decision.reopens_at,
+        patch_id,
+    )
+
+
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     """Run the D5 workflow for one fired event (see the module doc)."""
     check_repo(req.repo)
@@ -213,22 +235,10 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
         return carry_forward(ctx, req, existing)
 
     # 4. Budget gate: legs started in the trailing 24 h, rounds per PR, concurrency.
-    now = ctx.clock()
     budgets = ctx.config.budgets
-    legs = ctx.ledger.legs_since(req.repo, now - timedelta(hours=24))
-    decision = decide_budget(budgets, legs, req.pr, now)
-    if not decision.allowed:
-        assert decision.budget is not None
-        return defer(
-            ctx,
-            req,
-            pr_url,
-            decision.budget,
-            decision.count,
-            decision.limit,
-            decision.reopens_at,
-            patch_id,
-        )
+    over = over_budget(ctx, req, pr_url, patch_id)
+    if over is not None:
+        return over
 
     with ctx.ledger.concurrency_slot(req.repo, budgets.max_concurrent_legs_per_repo) as slot:
         if slot is None:
@@ -254,21 +264,9 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
             # Decide and record the leg as one step: concurrent runs for other PRs of
             # the repository cannot both take the last leg of the budget.
             with ctx.ledger.legs_lock(req.repo):
-                now = ctx.clock()
-                legs = ctx.ledger.legs_since(req.repo, now - timedelta(hours=24))
-                decision = decide_budget(budgets, legs, req.pr, now)
-                if not decision.allowed:
-                    assert decision.budget is not None
-                    return defer(
-                        ctx,
-                        req,
-                        pr_url,
-                        decision.budget,
-                        decision.count,
-                        decision.limit,
-                        decision.reopens_at,
-                        patch_id,
-                    )
+                over = over_budget(ctx, req, pr_url, patch_id)
+                if over is not None:
+                    return over
                 ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             return run_leg(ctx, req, pr, pr_url, git, patch_id, info.diff)
 
