@@ -211,8 +211,8 @@ class Engine:
         # A previous process may have fetched a listing and died before acting on it;
         # its ETag would hide those events behind a 304. So every process starts with a
         # full listing per repository.
-        repos = {str(config.get("repo")) for _, _, config in self.polls.github_schedules()}
-        for repo in sorted(r for r in repos if r and r != "None"):
+        repos = {config.get("repo") for _, _, config in self.polls.github_schedules()}
+        for repo in sorted(r for r in repos if isinstance(r, str) and r):
             try:
                 self.github.forget_pulls(repo)
             except LiError as exc:

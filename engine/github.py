@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
+from urllib.parse import quote
 
 import httpx
 from sqlalchemy import Engine, delete, select
@@ -189,6 +190,44 @@ class PullListing:
     complete: bool
     skipped: list[SkippedItem]
     rate: RateInfo | None
+
+
+@dataclass(frozen=True)
+class PullGraph:
+    """The GraphQL facts of one pull request (``repository.pullRequest``).
+
+    ``review_decision`` is APPROVED, CHANGES_REQUESTED, REVIEW_REQUIRED or None;
+    ``auto_merge_*`` are None when auto-merge is off; ``head_repository`` (OWNER/NAME) is
+    None when the head repository was deleted.
+    """
+
+    number: int
+    state: str  # OPEN | CLOSED | MERGED
+    is_draft: bool
+    is_cross_repository: bool
+    head_repository: str | None
+    review_decision: str | None
+    auto_merge_enabled_at: datetime | None
+    auto_merge_method: str | None
+    merge_state_status: str | None
+    head_ref_oid: str
+    head_ref_name: str
+    base_ref_name: str
+    url: str
+
+    @property
+    def auto_merge_armed(self) -> bool:
+        """True when an auto-merge request is enabled."""
+        return self.auto_merge_method is not None or self.auto_merge_enabled_at is not None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``GET /compare/{base}...{head}``: commits of head not in base, and of base not in head."""
+
+    ahead_by: int
+    behind_by: int
+    status: str  # identical | ahead | behind | diverged
 
 
 # == ETag cache ==========================================================================
@@ -737,6 +776,73 @@ class GitHubClient:
                 f"cannot read pull #{number} of {repo}: {exc.detail}", MALFORMED_PAYLOAD, status=200
             ) from None
 
+    def pull_graph(self, repo: str, number: int) -> PullGraph:
+        """The GraphQL view of pull ``number`` of ``repo`` (one ``POST /graphql``).
+
+        Errors translate as for REST; in addition a ``pullRequest: null`` or a NOT_FOUND
+        GraphQL error is ``not_found``, a RATE_LIMITED one ``rate_limited``, and any other
+        GraphQL error or an unexpected shape ``malformed_payload``.
+        """
+        _check_repo(repo)
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise InvalidInput(
+                f"a pull number is a positive integer, got {number!r}", "invalid_number"
+            )
+        owner, name = repo.split("/", 1)
+        url = f"{self.api_url}/graphql"
+        response = self._request(
+            url,
+            json_body={
+                "query": _PULL_GRAPH_QUERY,
+                "variables": {"owner": owner, "name": name, "number": number},
+            },
+        )
+        payload = self._json(response, dict, url)
+        what = f"pull #{number} of {repo} (GraphQL)"
+        errors = payload.get("errors")
+        data = payload.get("data")
+        repository = data.get("repository") if isinstance(data, dict) else None
+        pull = repository.get("pullRequest") if isinstance(repository, dict) else None
+        if errors:
+            first = errors[0] if isinstance(errors, list) and errors else {}
+            kind = first.get("type") if isinstance(first, dict) else None
+            text = first.get("message") if isinstance(first, dict) else None
+            said = f"GitHub refused {what}: {text or errors!s}"[:_MESSAGE_LIMIT]
+            reason = {"NOT_FOUND": NOT_FOUND, "RATE_LIMITED": RATE_LIMITED}.get(
+                str(kind), MALFORMED_PAYLOAD
+            )
+            raise self._fail(said, reason, status=response.status_code)
+        if pull is None:
+            raise self._fail(f"{what}: no such pull request", NOT_FOUND, status=200)
+        try:
+            return _parse_pull_graph(pull)
+        except _Malformed as exc:
+            raise self._fail(
+                f"cannot read {what}: {exc.detail}", MALFORMED_PAYLOAD, status=200
+            ) from None
+
+    def compare(self, repo: str, base: str, head: str) -> Comparison:
+        """``GET /repos/{repo}/compare/{base}...{head}``: how far head is ahead/behind base."""
+        _check_repo(repo)
+        for side in (base, head):
+            if not side or ".." in side or any(c.isspace() for c in side):
+                raise InvalidInput(f"a compare side is a ref or sha, got {side!r}", "invalid_ref")
+        spec = quote(f"{base}...{head}", safe="/:.")
+        url = f"{self.api_url}/repos/{repo}/compare/{spec}"
+        body = self._json(self._request(url), dict, url)
+        try:
+            return Comparison(
+                ahead_by=_get(body, "ahead_by", int, ""),
+                behind_by=_get(body, "behind_by", int, ""),
+                status=_get(body, "status", str, ""),
+            )
+        except _Malformed as exc:
+            raise self._fail(
+                f"cannot read compare {base}...{head} of {repo}: {exc.detail}",
+                MALFORMED_PAYLOAD,
+                status=200,
+            ) from None
+
     def cache_key(self, url: str, scope: str = "") -> str | None:
         """The ETag cache key of a pull-list ``url`` for this token and caller scope
         (None: too long)."""
@@ -754,13 +860,19 @@ class GitHubClient:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _request(self, url: str, *, etag: str | None = None) -> httpx.Response:
-        """One paced GET; returns a 200 (or a 304 when ``etag`` was sent), else raises."""
+    def _request(
+        self, url: str, *, etag: str | None = None, json_body: dict[str, Any] | None = None
+    ) -> httpx.Response:
+        """One paced GET (a POST of ``json_body`` when given); returns a 200 (or a 304 when
+        ``etag`` was sent), else raises."""
         where = self._where(url)
         self.pacer.acquire()
         headers = {"If-None-Match": etag} if etag else None
         try:
-            response = self._http.get(url, headers=headers)
+            if json_body is not None:
+                response = self._http.post(url, json=json_body)
+            else:
+                response = self._http.get(url, headers=headers)
         except httpx.TransportError as exc:
             raise self._fail(
                 f"no complete answer from GitHub for GET {where}: {type(exc).__name__}: {exc}",
@@ -881,6 +993,50 @@ class GitHubClient:
                 redact(item.detail, self._token),
                 item.reason,
             )
+
+
+_PULL_GRAPH_QUERY = """
+query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      number state isDraft isCrossRepository
+      headRepository { nameWithOwner }
+      reviewDecision
+      autoMergeRequest { enabledAt mergeMethod }
+      mergeStateStatus headRefOid headRefName baseRefName url
+    }
+  }
+}
+""".strip()
+
+
+def _parse_pull_graph(item: Any) -> PullGraph:
+    if not isinstance(item, dict):
+        raise _Malformed(MALFORMED_PAYLOAD, "pullRequest is not an object")
+    where = "pullRequest."
+    head_repo = _optional(item, "headRepository", dict, where)
+    auto = _optional(item, "autoMergeRequest", dict, where)
+    return PullGraph(
+        number=_get(item, "number", int, where),
+        state=_get(item, "state", str, where),
+        is_draft=_get(item, "isDraft", bool, where),
+        is_cross_repository=_get(item, "isCrossRepository", bool, where),
+        head_repository=None
+        if head_repo is None
+        else _get(head_repo, "nameWithOwner", str, "headRepository."),
+        review_decision=_optional(item, "reviewDecision", str, where),
+        auto_merge_enabled_at=None
+        if auto is None
+        else _time(_optional(auto, "enabledAt", str, "autoMergeRequest."), "enabledAt"),
+        auto_merge_method=None
+        if auto is None
+        else _optional(auto, "mergeMethod", str, "autoMergeRequest.") or "MERGE",
+        merge_state_status=_optional(item, "mergeStateStatus", str, where),
+        head_ref_oid=_get(item, "headRefOid", str, where),
+        head_ref_name=_get(item, "headRefName", str, where),
+        base_ref_name=_get(item, "baseRefName", str, where),
+        url=_get(item, "url", str, where),
+    )
 
 
 def _check_repo(repo: str) -> None:

@@ -164,7 +164,6 @@ def test_orphaned_runs_of_a_dead_engine_are_resolved_at_start(db: Engine) -> Non
     clock.advance(61)
     never_launched = store.claim_fire(row.id, "dead-engine")
     assert isinstance(never_launched, Claim)
-    store.set_enabled("tick", True)
     other = store.add_schedule(interval_spec(name="other", every=60))
     clock.advance(61)
     launched = store.claim_fire(other.id, "dead-engine")

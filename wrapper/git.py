@@ -20,6 +20,8 @@ one-line message (git's last stderr line, credentials redacted):
 - ``ConfigError`` ``invalid_ref``: a ref or remote name that git would read as an option
 - ``ConfigError`` ``credentials_in_argv``: a remote given as a URL with credentials
 - ``ConfigError`` ``remote_missing``: :meth:`Git.remote_url` of an unknown remote
+- ``KdevError`` ``push_failed``: :meth:`Git.push_commit` failed for another reason than
+  a rejection (a rejected push is a :class:`PushResult`, not an error)
 - ``KdevError`` ``git_failed`` / ``git_timed_out`` / ``git_not_found``: anything else
 """
 
@@ -31,6 +33,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from wrapper.errors import ConfigError, FetchError, KdevError, WorktreeError
@@ -63,6 +66,33 @@ DEFAULT_TIMEOUT = 300.0
 _KILL_WAIT_SECONDS = 5.0
 # scheme://userinfo@ -- the userinfo part may hold a token.
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What :meth:`Git.merge_into_detached` did.
+
+    ``merged``: HEAD is now ``sha``, a merge commit (or the old head when the base was
+    already contained: ``up_to_date``). ``conflict``: the merge was aborted, HEAD is
+    unchanged, ``conflicts`` lists the conflicting paths.
+    """
+
+    merged: bool
+    sha: str | None
+    up_to_date: bool = False
+    conflict: bool = False
+    conflicts: tuple[str, ...] = ()
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """What :meth:`Git.push_commit` did: ``pushed``, or ``rejected`` with git's reason
+    (non-fast-forward: the branch moved; or a remote refusal)."""
+
+    pushed: bool
+    rejected: bool
+    detail: str
 
 
 def redact_credentials(text: str) -> str:
@@ -302,3 +332,84 @@ class Git:
         if resolved == ours or resolved in ours.parents:
             return False
         return not (resolved / ".git").is_dir()
+
+    def merge_into_detached(self, base_ref: str, *, name: str, email: str) -> MergeResult:
+        """Merges ``base_ref`` into the detached HEAD of this worktree as ``name <email>``.
+
+        ``git merge --no-ff --no-edit`` with the identity given by ``-c user.name/email``
+        (author and committer) and no signing. On a conflict the merge is aborted
+        (``git merge --abort``) and reported; nothing is ever resolved. Raises ``KdevError``
+        ``git_failed`` when the merge fails for another reason.
+        """
+        _check_option_safe(base_ref, "ref")
+        for value, what in ((name, "user.name"), (email, "user.email")):
+            if not value.strip() or any(c in value for c in "\0\n\r<>"):
+                raise ConfigError(f"{what} {value!r} is not acceptable to git", "invalid_identity")
+        before = self.rev_parse("HEAD")
+        result = self._run(
+            [
+                "-c",
+                f"user.name={name}",
+                "-c",
+                f"user.email={email}",
+                "-c",
+                "commit.gpgsign=false",
+                "merge",
+                "--no-ff",
+                "--no-edit",
+                "--no-verify",
+                "--end-of-options",
+                base_ref,
+            ],
+            ok_codes=tuple(range(256)),
+        )
+        if result.returncode == 0:
+            after = self.rev_parse("HEAD")
+            return MergeResult(merged=True, sha=after, up_to_date=after == before)
+        unmerged = self._run(["diff", "--name-only", "--diff-filter=U", "-z"], ok_codes=(0, 1))
+        paths = tuple(p for p in unmerged.stdout.decode("utf-8", "replace").split("\0") if p)
+        if not paths:
+            self._run(["merge", "--abort"], ok_codes=tuple(range(256)))
+            raise KdevError(f"git merge failed: {_last_line(result.stderr)}", "git_failed")
+        self._run(["merge", "--abort"], what="git merge --abort")
+        return MergeResult(
+            merged=False,
+            sha=before,
+            conflict=True,
+            conflicts=paths,
+            detail=f"merge conflict in {', '.join(paths)}",
+        )
+
+    def push_commit(self, remote: str, sha: str, branch: str) -> PushResult:
+        """``git push <remote> <sha>:refs/heads/<branch>``, never forced.
+
+        A rejection (non-fast-forward: the branch moved since ``sha``'s parent was read,
+        or the remote refused the update) is a :class:`PushResult` with ``rejected``;
+        any other failure raises ``KdevError`` ``push_failed``.
+        """
+        _check_option_safe(remote, "remote")
+        if redact_credentials(remote) != remote:
+            raise ConfigError(
+                "a remote URL with credentials would put a token in argv; "
+                "configure a named remote or a credential helper",
+                "credentials_in_argv",
+            )
+        _check_option_safe(sha, "sha")
+        if not re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", sha):
+            raise ConfigError(f"{sha!r} is not a full commit sha", "invalid_sha")
+        if not self.is_valid_branch_name(branch):
+            raise ConfigError(f"{branch!r} is not a valid branch name", "invalid_branch")
+        result = self._run(
+            ["push", "--porcelain", "--no-verify", remote, f"{sha}:refs/heads/{branch}"],
+            ok_codes=tuple(range(256)),
+            what=f"git push {remote}",
+        )
+        lines = result.stdout.decode("utf-8", "replace").splitlines()
+        flags = [line.split("\t") for line in lines if "\t" in line]
+        mine = [f for f in flags if len(f) >= 2 and f[1].endswith(f":refs/heads/{branch}")]
+        if result.returncode == 0 and mine and mine[0][0] in (" ", "*", "="):
+            return PushResult(pushed=True, rejected=False, detail=mine[0][-1].strip())
+        if mine and mine[0][0] == "!":
+            reason = mine[0][2].strip() if len(mine[0]) > 2 else "rejected"
+            return PushResult(pushed=False, rejected=True, detail=redact_credentials(reason))
+        raise KdevError(f"git push {remote} failed: {_last_line(result.stderr)}", "push_failed")
