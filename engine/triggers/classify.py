@@ -1,0 +1,321 @@
+"""Decide whether a pull request or a comment triggers an event, the pure part.
+
+Nothing here does I/O: the poller fetches items, keeps the watermarks and fires; this
+module maps ``(item, state)`` to a :class:`Decision`. Two events:
+
+- ``pr_opened``: a pull request, fresh by ``created_at`` against the PR watermark.
+- ``mention``: a comment (issue or review comment) that mentions the handle, fresh by
+  ``updated_at`` against the comments watermark, so editing a mention into an old
+  comment still triggers.
+
+Checks run in a fixed order and the first failing one names the reason; freshness is
+always first, so a re-seen item is ``not_fresh`` and never a repeated other reason::
+
+    comment: not_fresh -> pr_not_open -> bot_commenter -> self_comment -> no_mention
+             -> commenter_not_allowlisted -> accepted
+    pull:    not_fresh -> pr_not_open -> bot_author -> draft
+             -> author_not_allowlisted -> accepted
+
+Watermarks are timezone-aware, forward-only and compared strictly: an item is stale
+only when its timestamp is strictly older than the watermark, so the boundary second is
+re-offered; re-offers cost nothing because of the dedupe keys
+(``pr_opened:{repo}:{pr}:{head_sha}`` and ``mention:{repo}:{pr}:{comment_id}``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal, TypeVar
+
+from engine.triggers.mention import find_mention
+
+CommentKind = Literal["issue", "review"]
+T = TypeVar("T")
+
+
+class Reason(StrEnum):
+    """Why an item was accepted or rejected; the same string in logs, JSON and docs."""
+
+    ACCEPTED = "accepted"  # the item fires its event
+    NOT_FRESH = "not_fresh"  # strictly older than its watermark: already classified
+    PR_NOT_OPEN = "pr_not_open"  # the PR is not in the open-PR set (or not open)
+    BOT_AUTHOR = "bot_author"  # the pull request was opened by a bot
+    BOT_COMMENTER = "bot_commenter"  # the comment was written by a bot
+    SELF_COMMENT = "self_comment"  # the comment was posted by the agent's own account
+    DRAFT = "draft"  # the pull request is a draft
+    NO_MENTION = "no_mention"  # the comment does not mention the handle in prose
+    AUTHOR_NOT_ALLOWLISTED = "author_not_allowlisted"  # PR author id not allowlisted
+    COMMENTER_NOT_ALLOWLISTED = "commenter_not_allowlisted"  # commenter id not allowlisted
+
+
+class TriggerEvent(StrEnum):
+    """What an accepted item fires."""
+
+    PR_OPENED = "pr_opened"  # a pull request was opened
+    MENTION = "mention"  # a comment mentions the handle
+
+
+REASON_LOG_LEVELS: Mapping[Reason, int] = {
+    Reason.ACCEPTED: logging.INFO,
+    Reason.NOT_FRESH: logging.DEBUG,
+    Reason.PR_NOT_OPEN: logging.DEBUG,
+    Reason.BOT_AUTHOR: logging.DEBUG,
+    Reason.BOT_COMMENTER: logging.DEBUG,
+    Reason.SELF_COMMENT: logging.DEBUG,
+    Reason.DRAFT: logging.DEBUG,
+    Reason.NO_MENTION: logging.DEBUG,
+    # Someone asked and was refused: worth seeing without debug logging.
+    Reason.AUTHOR_NOT_ALLOWLISTED: logging.INFO,
+    Reason.COMMENTER_NOT_ALLOWLISTED: logging.INFO,
+}
+"""The level at which the poller logs each decision (the reason is a log field)."""
+
+GHOST_USER = "ghost_user"
+MALFORMED_PAYLOAD = "malformed_payload"
+
+
+@dataclass(frozen=True)
+class CommentItem:
+    """One comment from a repo-wide feed: ``kind`` is ``issue`` (conversation) or
+    ``review`` (on a diff line). Timestamps are timezone-aware."""
+
+    id: int
+    node_id: str
+    body: str
+    user_login: str
+    user_id: int
+    user_type: str
+    created_at: datetime
+    updated_at: datetime
+    pr_number: int
+    kind: CommentKind
+
+
+@dataclass(frozen=True)
+class PullItem:
+    """One pull request from the pulls listing. ``created_at`` is timezone-aware."""
+
+    number: int
+    state: str
+    draft: bool
+    user_login: str
+    user_id: int
+    user_type: str
+    created_at: datetime
+    head_sha: str
+
+
+@dataclass(frozen=True)
+class TriggerState:
+    """What the classifier knows besides the item.
+
+    ``open_prs`` is the latest open-PR set, or None while unknown (no 200 yet): then the
+    open-PR filter is off (fail open). ``self_user_id`` is the agent's own account id,
+    if known. ``allowlist`` comes from :func:`engine.triggers.allowlist.parse_allowlist`.
+    """
+
+    pr_watermark: datetime | None
+    comments_watermark: datetime | None
+    open_prs: frozenset[int] | None
+    self_user_id: int | None
+    handle: str
+    allowlist: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome for one item. An accept carries its ``event`` and ``dedupe_key``
+    (and, for a mention, its ``verb``); a reject carries only its ``reason``."""
+
+    accept: bool
+    reason: Reason
+    event: TriggerEvent | None = None
+    dedupe_key: str | None = None
+    verb: str | None = None
+
+
+class PayloadError(ValueError):
+    """One feed item cannot be classified: ``ghost_user`` (``user: null``, a deleted
+    account) or ``malformed_payload``. The poller skips that item with a warning."""
+
+    def __init__(self, message: str, reason: str, item_id: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.item_id = item_id
+
+
+def _reject(reason: Reason) -> Decision:
+    return Decision(accept=False, reason=reason)
+
+
+def is_bot(user_type: str, login: str) -> bool:
+    """GitHub marks bot accounts with ``type: "Bot"`` and a login ending in ``[bot]``."""
+    return user_type == "Bot" or login.endswith("[bot]")
+
+
+def _is_stale(moment: datetime, watermark: datetime | None) -> bool:
+    return watermark is not None and moment < watermark
+
+
+def mention_dedupe_key(repo: str, pr_number: int, comment_id: int) -> str:
+    """``mention:{repo}:{pr}:{comment_id}``: a comment fires once, whatever is pushed."""
+    return f"{TriggerEvent.MENTION}:{repo}:{pr_number}:{comment_id}"
+
+
+def pr_opened_dedupe_key(repo: str, pr_number: int, head_sha: str) -> str:
+    """``pr_opened:{repo}:{pr}:{head_sha}``."""
+    return f"{TriggerEvent.PR_OPENED}:{repo}:{pr_number}:{head_sha}"
+
+
+def classify_comment(item: CommentItem, repo: str, state: TriggerState) -> Decision:
+    """Accept ``item`` as a ``mention`` event or say why not (order in the module doc).
+
+    ``repo`` (``owner/name``) only goes into the dedupe key.
+    """
+    if _is_stale(item.updated_at, state.comments_watermark):
+        return _reject(Reason.NOT_FRESH)
+    if state.open_prs is not None and item.pr_number not in state.open_prs:
+        return _reject(Reason.PR_NOT_OPEN)
+    if is_bot(item.user_type, item.user_login):
+        return _reject(Reason.BOT_COMMENTER)
+    if state.self_user_id is not None and item.user_id == state.self_user_id:
+        return _reject(Reason.SELF_COMMENT)
+    mention = find_mention(item.body, state.handle)
+    if mention is None:
+        return _reject(Reason.NO_MENTION)
+    # The numeric id, never the login: a freed login may belong to someone else now.
+    if item.user_id not in state.allowlist:
+        return _reject(Reason.COMMENTER_NOT_ALLOWLISTED)
+    return Decision(
+        accept=True,
+        reason=Reason.ACCEPTED,
+        event=TriggerEvent.MENTION,
+        dedupe_key=mention_dedupe_key(repo, item.pr_number, item.id),
+        verb=mention.verb,
+    )
+
+
+def classify_pull(item: PullItem, repo: str, state: TriggerState) -> Decision:
+    """Accept ``item`` as a ``pr_opened`` event or say why not (order in the module doc).
+
+    A pull whose ``state`` is not ``open`` is ``pr_not_open``. The accept has no verb.
+    """
+    if _is_stale(item.created_at, state.pr_watermark):
+        return _reject(Reason.NOT_FRESH)
+    if item.state != "open":
+        return _reject(Reason.PR_NOT_OPEN)
+    if is_bot(item.user_type, item.user_login):
+        return _reject(Reason.BOT_AUTHOR)
+    if item.draft:
+        return _reject(Reason.DRAFT)
+    if item.user_id not in state.allowlist:
+        return _reject(Reason.AUTHOR_NOT_ALLOWLISTED)
+    return Decision(
+        accept=True,
+        reason=Reason.ACCEPTED,
+        event=TriggerEvent.PR_OPENED,
+        dedupe_key=pr_opened_dedupe_key(repo, item.number, item.head_sha),
+    )
+
+
+def advance_watermark(current: datetime | None, seen: Iterable[datetime]) -> datetime | None:
+    """The newest of ``current`` and every timestamp in ``seen`` (never wall-clock now).
+
+    Forward-only: an older ``seen`` never moves it back; nothing seen keeps ``current``.
+    Every timestamp must be timezone-aware, else :class:`ValueError`.
+    """
+    newest = current
+    for moment in [current, *seen]:
+        if moment is None:
+            continue
+        if moment.tzinfo is None or moment.utcoffset() is None:
+            raise ValueError(f"watermark timestamp {moment.isoformat()} has no time zone")
+        if newest is None or moment > newest:
+            newest = moment
+    return newest
+
+
+_PR_URL_RE = {
+    "issue": re.compile(r"/issues/(\d+)$"),
+    "review": re.compile(r"/pulls/(\d+)$"),
+}
+_PR_URL_FIELD = {"issue": "issue_url", "review": "pull_request_url"}
+
+
+def comment_from_payload(raw: object, kind: CommentKind) -> CommentItem:
+    """Parse one item of ``GET /repos/{o}/{r}/issues/comments`` (``kind="issue"``) or
+    ``/pulls/comments`` (``kind="review"``) strictly.
+
+    The PR number comes from ``issue_url`` or ``pull_request_url``. Raises
+    :class:`PayloadError`: ``ghost_user`` for ``user: null``, ``malformed_payload`` for
+    anything missing or wrongly typed. A null ``body`` reads as empty.
+    """
+    if not isinstance(raw, dict):
+        raise PayloadError(
+            f"a {kind} comment is a {type(raw).__name__}, not an object", MALFORMED_PAYLOAD
+        )
+    comment_id = _field(raw, "id", int, None)
+    if raw.get("user", 0) is None:
+        raise PayloadError(
+            f"{kind} comment {comment_id} has no author (a deleted account)",
+            GHOST_USER,
+            comment_id,
+        )
+    user = _field(raw, "user", dict, comment_id)
+    url_field = _PR_URL_FIELD[kind]
+    url = _field(raw, url_field, str, comment_id)
+    url_match = _PR_URL_RE[kind].search(url)
+    if url_match is None:
+        raise PayloadError(
+            f"{kind} comment {comment_id}: {url_field} names no pull request: {url!r}",
+            MALFORMED_PAYLOAD,
+            comment_id,
+        )
+    body = raw.get("body")
+    return CommentItem(
+        id=comment_id,
+        node_id=_field(raw, "node_id", str, comment_id),
+        body=_field(raw, "body", str, comment_id) if body is not None else "",
+        user_login=_field(user, "login", str, comment_id, "user."),
+        user_id=_field(user, "id", int, comment_id, "user."),
+        user_type=_field(user, "type", str, comment_id, "user."),
+        created_at=_timestamp(raw, "created_at", comment_id),
+        updated_at=_timestamp(raw, "updated_at", comment_id),
+        pr_number=int(url_match.group(1)),
+        kind=kind,
+    )
+
+
+def _field(
+    obj: Mapping[str, Any], key: str, kind: type[T], item_id: int | None, where: str = ""
+) -> T:
+    value = obj.get(key)
+    # bool is an int in Python, never in JSON: an id of ``true`` is malformed.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        shown = "missing" if key not in obj else f"a {type(value).__name__}"
+        raise PayloadError(
+            f"comment {item_id}: {where}{key} is {shown}, not {kind.__name__}",
+            MALFORMED_PAYLOAD,
+            item_id,
+        )
+    return value
+
+
+def _timestamp(obj: Mapping[str, Any], key: str, item_id: int | None) -> datetime:
+    text = _field(obj, key, str, item_id)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise PayloadError(
+            f"comment {item_id}: {key} is not an aware timestamp: {text!r}",
+            MALFORMED_PAYLOAD,
+            item_id,
+        )
+    return moment.astimezone(UTC)
