@@ -6,8 +6,10 @@ with the code of its class (docs/cli.md); no user error ever prints a traceback.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
+import re
 import signal
 import sys
 import threading
@@ -24,7 +26,7 @@ from engine import __version__
 from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.argv import check_templates
-from engine.clikit import OneLineErrorsTyper, fail
+from engine.clikit import OneLineErrorsTyper, configure_logging, fail
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.daemon import Engine, registered_engine
@@ -54,6 +56,7 @@ from engine.status import schedule_health
 from engine.store import Store, spec_of
 
 EXIT_RUN_NOT_SUCCEEDED = 7
+_log_level_given = False
 
 
 app = OneLineErrorsTyper(
@@ -199,18 +202,34 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class LogFormat(enum.StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+class LogLevel(enum.StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
 @app.callback()
 def main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    log_format: LogFormat = typer.Option(
+        LogFormat.TEXT, "--log-format", help="text, or json: one object a line on stderr."
+    ),
+    log_level: LogLevel | None = typer.Option(
+        None, "--log-level", help="Default: warning (info for `li engine run`)."
+    ),
 ) -> None:
     """li: schedules in SQL, commands fired safely, every fire recorded."""
-    logging.basicConfig(
-        level=logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    global _log_level_given
+    _log_level_given = log_level is not None
+    configure_logging((log_level or LogLevel.WARNING).value, log_format.value)
 
 
 # -- li db ------------------------------------------------------------------------------
@@ -252,6 +271,7 @@ def github_trigger_config(
     max_fires_per_poll: int,
     page_limit: int | None,
     backfill: bool,
+    mentions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The validated trigger_config of ``li schedule add --github``."""
     parsed: dict[str, Any] = {}
@@ -269,7 +289,38 @@ def github_trigger_config(
         "backfill": backfill,
         "page_limit": page_limit,
     }
+    if mentions is not None:
+        data["mentions"] = mentions
     return validate_poll_config(data).model_dump(mode="json")
+
+
+def mentions_options(
+    event: str, handle: str | None, allow_users: list[str], self_user_id: int | None
+) -> dict[str, Any] | None:
+    """The ``mentions`` block from ``--handle``/``--allow-user``/``--self-user-id`` (None
+    when none is given; validated with the rest of the trigger config)."""
+    if handle is None and not allow_users and self_user_id is None:
+        if event == "mentions":
+            raise InvalidInput(
+                "--event mentions needs --handle and --allow-user", "invalid_trigger"
+            )
+        return None
+    if event != "mentions":
+        raise InvalidInput(
+            "--handle, --allow-user and --self-user-id apply to --event mentions only",
+            "invalid_trigger",
+        )
+    if handle is None:
+        raise InvalidInput("--event mentions needs --handle", "invalid_trigger")
+    ids: list[object] = []
+    for text in allow_users:
+        # Only a plain decimal number can be an id; anything else is passed on as the
+        # string it is, which parse_allowlist refuses (allowlist_config_error).
+        ids.append(int(text) if re.fullmatch(r"-?[0-9]+", text.strip()) else text)
+    mentions: dict[str, Any] = {"handle": handle, "allowlist": ids}
+    if self_user_id is not None:
+        mentions["self_user_id"] = self_user_id
+    return mentions
 
 
 @schedule_app.command("add")
@@ -296,7 +347,18 @@ def schedule_add(
     filters: list[str] = typer.Option(
         [], "--filter", help="github: state=open, base=BRANCH, draft=BOOL, same_repo_only=BOOL."
     ),
-    event: str = typer.Option("pr_updated", "--event", help="github: pr_updated|pr_merged."),
+    event: str = typer.Option(
+        "pr_updated", "--event", help="github: pr_updated|pr_merged|mentions."
+    ),
+    handle: str | None = typer.Option(
+        None, "--handle", help="github mentions: the handle to listen for (no @)."
+    ),
+    allow_users: list[str] = typer.Option(
+        [], "--allow-user", help="github mentions: a numeric user id allowed to mention."
+    ),
+    self_user_id: int | None = typer.Option(
+        None, "--self-user-id", help="github mentions: the agent's own numeric user id."
+    ),
     max_fires_per_poll: int = typer.Option(10, "--max-fires-per-poll", help="github: cap."),
     page_limit: int | None = typer.Option(
         None, "--page-limit", help="github: pages a scan may read (5..100)."
@@ -318,7 +380,14 @@ def schedule_add(
         if github is not None:
             trigger_type = TriggerType.GITHUB_POLL
             trigger_config = github_trigger_config(
-                github, poll_interval, filters, event, max_fires_per_poll, page_limit, backfill
+                github,
+                poll_interval,
+                filters,
+                event,
+                max_fires_per_poll,
+                page_limit,
+                backfill,
+                mentions_options(event, handle, allow_users, self_user_id),
             )
         else:
             trigger_type = TriggerType.CRON if cron is not None else TriggerType.INTERVAL
@@ -676,7 +745,8 @@ def engine_run(
     once: bool = typer.Option(False, "--once", help="Fire everything due now, then exit."),
 ) -> None:
     """Run the engine until SIGTERM/SIGINT (or one pass with --once)."""
-    logging.getLogger().setLevel(logging.INFO)
+    if not _log_level_given:
+        logging.getLogger().setLevel(logging.INFO)
 
     def work() -> None:
         config = settings()

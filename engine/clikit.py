@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -64,3 +66,44 @@ class OneLineErrorsTyper(typer.Typer):
             sys.exit(1)
         except typer.Exit as exc:
             sys.exit(exc.exit_code)
+
+
+# Attributes every LogRecord has; anything else on a record came from ``extra=`` and is
+# written as a field of its own.
+_RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message and every ``extra`` field,
+    so ``jq -r 'select(.reason) | [.pr, .reason] | @tsv'`` works on the engine's log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _RECORD_ATTRIBUTES and not key.startswith("_"):
+                data[key] = value
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info).splitlines()[-1]
+        return json.dumps(data, default=str)
+
+
+def configure_logging(level: str, log_format: str) -> None:
+    """Log to stderr at ``level`` (debug/info/warning/error) as ``text`` or ``json``."""
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())

@@ -211,10 +211,15 @@ class Engine:
         # A previous process may have fetched a listing and died before acting on it;
         # its ETag would hide those events behind a 304. So every process starts with a
         # full listing per repository.
-        repos = {config.get("repo") for _, _, config in self.polls.github_schedules()}
+        # The same for the comment feeds of mention schedules.
+        schedules = self.polls.github_schedules()
+        repos = {config.get("repo") for _, _, config in schedules}
+        feed_repos = {c.get("repo") for _, _, c in schedules if c.get("event") == "mentions"}
         for repo in sorted(r for r in repos if isinstance(r, str) and r):
             try:
                 self.github.forget_pulls(repo)
+                if repo in feed_repos:
+                    self.github.forget_comment_feeds(repo)
             except LiError as exc:
                 self._record_error(f"dropping cached listing of {repo}", exc)
 

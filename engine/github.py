@@ -193,6 +193,23 @@ class PullListing:
 
 
 @dataclass(frozen=True)
+class CommentListing:
+    """One pass over a repository-wide comment feed, oldest ``updated_at`` first.
+
+    ``items`` are the raw comment objects (parsed by the caller, item by item, so one
+    unreadable item never hides the rest). ``unchanged``: the first page answered 304 and
+    ``items`` is the cached page (the ETag is stored only for a one-page listing, so a
+    304 stands for the whole feed). ``complete`` is False when more pages existed than
+    ``max_pages`` allowed: the newest items were not read yet.
+    """
+
+    unchanged: bool
+    items: list[Any]
+    complete: bool
+    rate: RateInfo | None
+
+
+@dataclass(frozen=True)
 class PullGraph:
     """The GraphQL facts of one pull request (``repository.pullRequest``).
 
@@ -473,6 +490,22 @@ _PULL_SHAPE: dict[str, Any] = {
     "base": {"ref": None, "repo": {"full_name": None, "id": None}},
 }
 PULL_SHAPE_ID = hashlib.sha256(json.dumps(_PULL_SHAPE, sort_keys=True).encode()).hexdigest()[:8]
+# The same for a comment of a repository-wide feed (engine.triggers parses it).
+_COMMENT_SHAPE: dict[str, Any] = {
+    "id": None,
+    "node_id": None,
+    "body": None,
+    "html_url": None,
+    "user": {"login": None, "id": None, "type": None},
+    "created_at": None,
+    "updated_at": None,
+    "issue_url": None,
+    "pull_request_url": None,
+}
+_COMMENT_SHAPE_JSON = json.dumps(_COMMENT_SHAPE, sort_keys=True).encode()
+COMMENT_SHAPE_ID = hashlib.sha256(_COMMENT_SHAPE_JSON).hexdigest()[:8]
+# kind -> the path of its repository-wide comment feed.
+_FEED_PATHS = {"issue": "issues/comments", "review": "pulls/comments"}
 
 
 def _project(value: Any, shape: dict[str, Any] | None) -> Any:
@@ -760,6 +793,83 @@ class GitHubClient:
             self._cache.put(key, CachedResponse(first_etag, trimmed, first_next, self._clock()))
         return PullListing(False, pulls, complete, skipped, rate)
 
+    def list_comment_feed(
+        self,
+        repo: str,
+        kind: str,
+        since: datetime | None,
+        *,
+        cache_scope: str = "",
+        max_pages: int = 3,
+        conditional: bool = True,
+    ) -> CommentListing:
+        """A repository-wide comment feed, ``updated_at`` ascending, from ``since`` on.
+
+        ``kind`` ``issue`` reads ``GET /repos/{repo}/issues/comments`` (conversation
+        comments, on issues and pull requests alike), ``review`` reads
+        ``/pulls/comments`` (comments on diff lines). ``since`` (aware; None: from the
+        start) is sent as ``since=<ISO Z>``, which GitHub applies inclusively to
+        ``updated_at``. ``Link: rel="next"`` is followed verbatim up to ``max_pages``.
+
+        The first page is conditional. Its cache key leaves ``since`` out, so one entry
+        per feed and ``cache_scope`` is kept however the watermark moves: an ETag names a
+        body, so a 304 for another ``since`` still means "this very body". The ETag is
+        stored only for a one-page listing: new comments land on the last page, so a 304
+        on the first page of a longer feed would prove nothing.
+        """
+        _check_repo(repo)
+        if kind not in _FEED_PATHS:
+            raise InvalidInput(f"a comment feed is issue or review, got {kind!r}", "invalid_feed")
+        if max_pages < 1:
+            raise InvalidInput(f"max_pages must be at least 1, got {max_pages}", "invalid_pages")
+        params: dict[str, str | int] = {"sort": "updated", "direction": "asc", "per_page": 100}
+        stable = str(httpx.URL(f"{self.api_url}/repos/{repo}/{_FEED_PATHS[kind]}", params=params))
+        if since is not None:
+            if since.tzinfo is None:
+                raise InvalidInput("since must be timezone-aware", "invalid_since")
+            stamp = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            params = {"since": stamp, **params}
+        url = str(httpx.URL(f"{self.api_url}/repos/{repo}/{_FEED_PATHS[kind]}", params=params))
+        key = f"{stable}#{self.token_identity};shape={COMMENT_SHAPE_ID};scope={cache_scope}"
+        key_ok = conditional and len(key) <= CACHE_KEY_LIMIT
+        cached = self._cache.get(key) if key_ok else None
+
+        response = self._request(url, etag=cached.etag if cached else None)
+        rate = parse_rate(response.headers)
+        if response.status_code == 304:
+            assert cached is not None  # _request refuses a 304 nobody asked for
+            logger.debug("%s comments of %s unchanged (304)", kind, repo)
+            return CommentListing(True, _as_list(cached.body, "cached comment feed"), True, rate)
+
+        first_body = self._json(response, list, url)
+        first_etag = response.headers.get("etag")
+        next_url = self._next_link(response)
+        items: list[Any] = list(first_body)
+        pages = 1
+        while next_url is not None and pages < max_pages:
+            response = self._request(next_url)
+            rate = parse_rate(response.headers) or rate
+            items += self._json(response, list, next_url)
+            next_url = self._next_link(response)
+            pages += 1
+        if next_url is not None:
+            logger.warning(
+                "%s comments of %s: more than %d pages, the rest next time", kind, repo, pages
+            )
+        if key_ok and pages == 1 and next_url is None and first_etag:
+            if len(first_etag) <= ETAG_LIMIT:
+                trimmed = [_project(item, _COMMENT_SHAPE) for item in first_body]
+                self._cache.put(key, CachedResponse(first_etag, trimmed, None, self._clock()))
+        return CommentListing(False, items, next_url is None, rate)
+
+    def forget_comment_feeds(self, repo: str) -> int:
+        """Drop the cached comment-feed ETags of ``repo`` (every token, every scope)."""
+        _check_repo(repo)
+        return sum(
+            self._cache.drop(f"{self.api_url}/repos/{repo}/{path}?")
+            for path in _FEED_PATHS.values()
+        )
+
     def get_pull(self, repo: str, number: int) -> PullRequest:
         """``GET /repos/{repo}/pulls/{number}`` parsed strictly (a ghost author is malformed)."""
         _check_repo(repo)
@@ -993,6 +1103,56 @@ class GitHubClient:
                 redact(item.detail, self._token),
                 item.reason,
             )
+
+    # -- single comments: read one, write one ---------------------------------------------
+
+    def get_comment(self, repo: str, comment_id: int, kind: str = "issue") -> dict[str, Any]:
+        """One comment as GitHub returns it: ``GET /repos/{repo}/issues/comments/{id}``
+        (``kind="issue"``) or ``/pulls/comments/{id}`` (``kind="review"``).
+
+        Unconditional (no ETag). Errors translate as for every request (a missing
+        comment is ``not_found``); a body that is not a JSON object is ``malformed_payload``.
+        """
+        _check_repo(repo)
+        _check_id(comment_id, "a comment id")
+        if kind not in _COMMENT_PATHS:
+            raise InvalidInput(
+                f"a comment kind is 'issue' or 'review', got {kind!r}", "invalid_kind"
+            )
+        url = f"{self.api_url}/repos/{repo}/{_COMMENT_PATHS[kind]}/{comment_id}"
+        return self._json(self._request(url), dict, url)
+
+    def post_issue_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
+        """``POST /repos/{repo}/issues/{number}/comments`` with ``body``; returns the
+        created comment (GitHub answers 201). Never conditional, never retried: a
+        failure raises :class:`GitHubError` with the same reasons as a read."""
+        _check_repo(repo)
+        _check_id(number, "an issue number")
+        if not isinstance(body, str) or not body:
+            raise InvalidInput("a comment body is a non-empty string", "invalid_body")
+        url = f"{self.api_url}/repos/{repo}/issues/{number}/comments"
+        where = self._where(url)
+        self.pacer.acquire()
+        try:
+            response = self._http.post(url, json={"body": body})
+        except httpx.TransportError as exc:
+            raise self._fail(
+                f"no complete answer from GitHub for POST {where}: {type(exc).__name__}: {exc}",
+                NETWORK_ERROR,
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self._fail(f"POST {where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
+        if response.status_code not in (200, 201):
+            raise self._status_error(response, where)
+        return self._json(response, dict, url)
+
+
+_COMMENT_PATHS = {"issue": "issues/comments", "review": "pulls/comments"}
+
+
+def _check_id(value: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"{what} is a positive integer, got {value!r}", "invalid_number")
 
 
 _PULL_GRAPH_QUERY = """

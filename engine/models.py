@@ -201,7 +201,29 @@ class PollState(Base):
     dispatched: Mapped[int] = mapped_column(Integer, default=0)
     excluded: Mapped[int] = mapped_column(Integer, default=0)
     held: Mapped[int] = mapped_column(Integer, default=0)
+    # Mention triggers (event "mentions"): forward-only watermarks of the pulls leg
+    # (created_at) and of the comment feeds (updated_at), and the open pull request
+    # numbers of the latest 200 from /pulls (None: unknown, the open-PR filter is off).
+    pr_watermark: Mapped[datetime | None]
+    comments_watermark: Mapped[datetime | None]
+    open_prs: Mapped[list[Any] | None] = mapped_column(JSON)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TriggerKey(Base):
+    """One fired trigger event (``mention``/``pr_opened``): unique per (schedule, dedupe
+    key), inserted with its run row, so a re-classified item never fires twice."""
+
+    __tablename__ = "trigger_keys"
+    __table_args__ = (
+        UniqueConstraint("schedule_id", "dedupe_key", name="uq_trigger_keys_schedule_key"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    schedule_id: Mapped[int] = mapped_column(ForeignKey("schedules.id", ondelete="CASCADE"))
+    dedupe_key: Mapped[str] = mapped_column(String(300))
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("schedule_runs.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class PollClaim(Base):

@@ -7,6 +7,8 @@ boolean, and is refused rather than guessed at. Reason codes:
 - ``invalid_repo``: not ``OWNER/NAME`` as GitHub spells them
 - ``invalid_filter``: a ``key=value`` filter from the CLI with an unknown key or bad value
 - ``invalid_trigger_config``: a stored or given config that does not validate
+- ``allowlist_config_error``: a ``mentions.allowlist`` entry is not a numeric user id
+- ``invalid_handle``: ``mentions.handle`` is not a GitHub login
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, LiError
+from engine.triggers import ALLOWLIST_CONFIG_ERROR, parse_allowlist, validate_handle
 
 # GitHub logins: 1-39 letters or digits, single hyphens only between them.
 _OWNER = re.compile(r"^(?=.{1,39}$)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
@@ -73,6 +77,35 @@ class PollFilters(BaseModel):
     same_repo_only: StrictBool = True  # False lets fork PRs fire (the wrapper still checks)
 
 
+class MentionsConfig(BaseModel):
+    """What a ``mentions`` schedule listens for: comments that mention ``handle`` written
+    by an allowlisted numeric user id, and (``pr_opened``) new pull requests opened by
+    one. ``self_user_id`` is the agent's own account: its comments never fire."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    handle: StrictStr
+    allowlist: list[int]
+    self_user_id: StrictInt | None = Field(default=None, ge=1)
+    pr_opened: StrictBool = True
+
+    @field_validator("handle")
+    @classmethod
+    def _handle_is_a_login(cls, value: str) -> str:
+        try:
+            return validate_handle(value)
+        except LiError as exc:
+            raise PydanticCustomError(exc.reason, exc.message) from None
+
+    @field_validator("allowlist", mode="before")
+    @classmethod
+    def _allowlist_is_user_ids(cls, value: object) -> list[int]:
+        try:
+            return sorted(parse_allowlist(value))
+        except LiError as exc:
+            raise PydanticCustomError(ALLOWLIST_CONFIG_ERROR, exc.message) from None
+
+
 class GithubPollConfig(BaseModel):
     """How a ``github_poll`` schedule watches one repository's pull requests."""
 
@@ -81,10 +114,12 @@ class GithubPollConfig(BaseModel):
     repo: StrictStr
     poll_interval_seconds: StrictInt = Field(default=DEFAULT_POLL_INTERVAL_SECONDS, ge=10)
     filters: PollFilters = Field(default_factory=PollFilters)
-    event: Literal["pr_updated", "pr_merged"] = "pr_updated"
+    event: Literal["pr_updated", "pr_merged", "mentions"] = "pr_updated"
     max_fires_per_poll: StrictInt = Field(default=10, ge=1, le=1000)
     backfill: StrictBool = False  # True: the first poll fires for PRs that already exist
     page_limit: StrictInt | None = Field(default=None, ge=5, le=100)
+    # Required with event "mentions", refused otherwise; left out of dumps when unset.
+    mentions: MentionsConfig | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("repo")
     @classmethod
@@ -93,6 +128,19 @@ class GithubPollConfig(BaseModel):
         if problem is not None:
             raise PydanticCustomError("invalid_repo", problem)
         return value
+
+    @model_validator(mode="after")
+    def _mentions_iff_event(self) -> GithubPollConfig:
+        if self.event == "mentions" and self.mentions is None:
+            raise PydanticCustomError(
+                "mentions_required", 'event "mentions" needs a mentions block (handle, allowlist)'
+            )
+        if self.event != "mentions" and self.mentions is not None:
+            raise PydanticCustomError(
+                "mentions_refused",
+                f'a mentions block applies to event "mentions", not {self.event}',
+            )
+        return self
 
 
 def describe_validation_error(error: ErrorDetails) -> str:
@@ -136,6 +184,10 @@ def dotted(loc: tuple[int | str, ...]) -> str:
     return text
 
 
+# Validation errors that keep their own reason code instead of invalid_trigger_config.
+CONFIG_ERROR_REASONS = frozenset({ALLOWLIST_CONFIG_ERROR, "invalid_handle"})
+
+
 def validate_poll_config(data: Any) -> GithubPollConfig:
     """``data`` as a :class:`GithubPollConfig`; ``invalid_trigger_config`` names the field."""
     try:
@@ -143,6 +195,10 @@ def validate_poll_config(data: Any) -> GithubPollConfig:
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = error["loc"]
+        if error["type"] in CONFIG_ERROR_REASONS:
+            raise InvalidInput(
+                f"trigger_config.{dotted(loc)}: {error['msg']}", error["type"]
+            ) from None
         if error["type"] in ("extra_forbidden", "missing"):
             loc = loc[:-1]
         where = f"trigger_config.{dotted(loc)}" if loc else "trigger_config"

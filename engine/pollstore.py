@@ -7,7 +7,11 @@ poller relies on:
   row and the forward-only cursor move in ONE transaction: two engines never fire one
   event, and a crash never loses one (the claim and run row exist, or neither does).
 - :meth:`PollStore.settle_poll` writes everything a pass learnt (cursor, held batch,
-  refusal counts, counters, health fields) in one transaction, and releases the lease.
+  refusal counts, counters, health fields, trigger watermarks and open-PR set) in one
+  transaction, and releases the lease.
+- :meth:`PollStore.claim_trigger` does for a trigger event (``mention``, ``pr_opened``)
+  what ``claim_event`` does for a pull request event: insert-or-ignore of its dedupe key
+  in ``trigger_keys`` + the run row + the link, in ONE transaction.
 """
 
 from __future__ import annotations
@@ -21,7 +25,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFound
-from engine.models import PollClaim, PollState, RunStatus, Schedule, ScheduleRun, TriggerType
+from engine.models import (
+    PollClaim,
+    PollState,
+    RunStatus,
+    Schedule,
+    ScheduleRun,
+    TriggerKey,
+    TriggerType,
+)
 from engine.store import Claim, Store, compute_next_fire, seed_poll_state
 
 # A pass holds its schedule's lease this long at most (a crashed poller's lease expires).
@@ -44,6 +56,9 @@ class PollTicket:
     held_batch: list[dict[str, Any]]
     refusals: dict[str, int]
     capped_counter: int
+    pr_watermark: datetime | None = None
+    comments_watermark: datetime | None = None
+    open_prs: frozenset[int] | None = None  # None: unknown (no 200 from /pulls yet)
 
 
 @dataclass
@@ -64,6 +79,10 @@ class PollOutcome:
     excluded: int = 0
     held: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Trigger state (event "mentions"); None leaves the stored value as it is.
+    pr_watermark_to: datetime | None = None
+    comments_watermark_to: datetime | None = None
+    open_prs: list[int] | None = None
 
 
 class PollStore:
@@ -139,6 +158,11 @@ class PollStore:
                 held_batch=list(state.held_batch or []),
                 refusals={str(k): int(v) for k, v in (state.refusals or {}).items()},
                 capped_counter=state.poller_consecutive_cap_no_dispatch,
+                pr_watermark=state.pr_watermark,
+                comments_watermark=state.comments_watermark,
+                open_prs=(
+                    None if state.open_prs is None else frozenset(int(n) for n in state.open_prs)
+                ),
             )
 
         result: PollTicket | None = self.store._run(work)
@@ -226,6 +250,77 @@ class PollStore:
         result: Claim | None = self.store._run(work)
         return result
 
+    def claim_trigger(
+        self,
+        ticket: PollTicket,
+        *,
+        dedupe_key: str,
+        context: dict[str, Any],
+        argv: list[str] | None,
+        owner: str,
+        status: RunStatus = RunStatus.RUNNING,
+        reason: str | None = None,
+        once_per_prefix: str | None = None,
+    ) -> Claim | None:
+        """Claim one trigger event: its unique dedupe key + run row + link, one transaction.
+
+        Returns None when the key is already present (a re-classified item: costs
+        nothing, enqueues nothing), or when ``once_per_prefix`` is given and a key with
+        that prefix is (a ``pr_opened`` re-offered at its boundary second after a push has
+        a new head SHA, hence a new key, but is the same opening). ``status`` REFUSED
+        records an event whose argv could not be rendered, once, so it is never offered
+        again.
+        """
+
+        def work(session: Session) -> Claim | None:
+            now = self.store.clock()
+            row = session.get(Schedule, ticket.schedule_id, with_for_update=True)
+            if row is None:
+                raise NotFound(f"schedule {ticket.schedule_name} was removed", "schedule_not_found")
+            if once_per_prefix is not None and session.scalar(
+                select(TriggerKey.id).where(
+                    TriggerKey.schedule_id == row.id,
+                    TriggerKey.dedupe_key.startswith(once_per_prefix, autoescape=True),
+                )
+            ):
+                return None
+            savepoint = session.begin_nested()
+            try:
+                key = TriggerKey(schedule_id=row.id, dedupe_key=dedupe_key, created_at=now)
+                session.add(key)
+                session.flush()
+            except IntegrityError:
+                savepoint.rollback()
+                return None
+            savepoint.commit()
+            finished = status is not RunStatus.RUNNING
+            run = ScheduleRun(
+                schedule_id=row.id,
+                schedule_name=row.name,
+                trigger_context=context,
+                argv=argv,
+                status=status.value,
+                reason=reason,
+                engine_id=owner,
+                started_at=now,
+                finished_at=now if finished else None,
+                stdout_tail="",
+                stderr_tail="",
+            )
+            session.add(run)
+            session.flush()
+            key.run_id = run.id
+            state = self._state(session, row.id, lock=True)
+            if not finished:
+                state.dispatched += 1
+                row.run_count += 1
+                row.last_fire_at = now
+            state.updated_at = now
+            return Claim.of(row, run.id, context)
+
+        result: Claim | None = self.store._run(work)
+        return result
+
     def settle_poll(self, ticket: PollTicket, outcome: PollOutcome, owner: str) -> None:
         """Record a pass's outcome and health facts; release the poll lease."""
 
@@ -263,6 +358,14 @@ class PollStore:
                 state.refusals = outcome.refusals
             if outcome.capped_counter is not None:
                 state.poller_consecutive_cap_no_dispatch = outcome.capped_counter
+            # Watermarks are forward-only, whatever a pass hands in.
+            for name in ("pr_watermark", "comments_watermark"):
+                moved = getattr(outcome, f"{name}_to")
+                current = getattr(state, name)
+                if moved is not None and (current is None or moved > current):
+                    setattr(state, name, moved)
+            if outcome.open_prs is not None:
+                state.open_prs = sorted(outcome.open_prs)
             state.events_seen += outcome.events_seen
             state.excluded += outcome.excluded
             state.held += outcome.held

@@ -29,6 +29,7 @@ from engine.durations import format_duration, parse_duration
 from engine.errors import InvalidInput, LiError
 from engine.models import OverlapPolicy, TriggerType
 from engine.pollconfig import (
+    CONFIG_ERROR_REASONS,
     DEFAULT_POLL_INTERVAL_SECONDS,
     GithubPollConfig,
     describe_validation_error,
@@ -125,10 +126,11 @@ class PlanItem:
 class _FileError(Exception):
     """A problem at one line of the file (1-based); turned into InvalidInput at the edge."""
 
-    def __init__(self, line: int, text: str) -> None:
+    def __init__(self, line: int, text: str, reason: str = "invalid_schedule_file") -> None:
         super().__init__(text)
         self.line = line
         self.text = text
+        self.reason = reason
 
 
 def _line(node: Node) -> int:
@@ -270,7 +272,13 @@ def _github_config(
         for error in errors:
             if error["loc"][:1] == ("poll_interval_seconds",):
                 error["loc"] = ("poll_interval", *error["loc"][1:])
-        raise _first_validation_problem(root, data, errors, loc) from None
+        problem = _first_validation_problem(root, data, errors, loc)
+        # allowlist_config_error and invalid_handle keep their own reason code.
+        own = [error for error in errors if error["type"] in CONFIG_ERROR_REASONS]
+        if own:
+            problem = _validation_problem(root, data, own[0], loc)
+            problem.reason = str(own[0]["type"])
+        raise problem from None
     return parsed.model_dump(mode="json")
 
 
@@ -443,7 +451,7 @@ def load_schedule_set(path: Path) -> ScheduleSet:
         return _parse(text, path.parent.absolute())
     except _FileError as exc:
         message = " ".join(exc.text.splitlines())
-        raise InvalidInput(f"{path}:{exc.line}: {message}", "invalid_schedule_file") from None
+        raise InvalidInput(f"{path}:{exc.line}: {message}", exc.reason) from None
 
 
 # -- planning ----------------------------------------------------------------------------

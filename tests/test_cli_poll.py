@@ -218,3 +218,60 @@ def test_trigger_wait_on_a_github_schedule_polls_and_runs_each_event(
     assert run["argv"] == ["sh", "-c", "true", str(pr.number), pr.head_sha]
     again = li.json("schedule", "trigger", "watch", "--wait")
     assert isinstance(again, dict) and again["runs"] == []
+
+
+def test_json_logs_carry_the_decision_reason_per_pr(
+    db: Engine, db_url: str, sim: GitHubSim
+) -> None:
+    token = f"tok-{uuid.uuid4().hex}"
+    sim.add_token(token, ("li-bot", 900))
+    env = {
+        **os.environ,
+        "LI_DATABASE_URL": db_url,
+        "LI_COMMAND_ALLOWLIST": "sh",
+        "GITHUB_API_URL": sim.url,
+        "GITHUB_TOKEN": token,
+    }
+
+    def li(*args: str) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [LI, "--log-format", "json", "--log-level", "debug", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return result
+
+    li(
+        "schedule",
+        "add",
+        "m",
+        "--github",
+        REPO,
+        "--event",
+        "mentions",
+        "--handle",
+        "kdev",
+        "--allow-user",
+        "42",
+        "--command",
+        "sh",
+        "--",
+        "-c",
+        "true",
+    )
+    sim.advance(5)
+    pr = sim.open_pr(REPO, "feature", {"a.py": "1\n"})
+    sim.comment(REPO, pr.number, "@kdev review please", author=("maintainer", 42))
+    sim.comment(REPO, pr.number, "@kdev review", author=("stranger", 77))
+    sim.comment(REPO, pr.number, "just a note", author=("maintainer", 42))
+    li("schedule", "trigger", "m")
+    stderr = li("engine", "run", "--once").stderr
+    records = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    decisions = sorted((r["pr"], r["reason"]) for r in records if r.get("reason"))
+    assert (pr.number, "accepted") in decisions
+    assert (pr.number, "commenter_not_allowlisted") in decisions
+    assert (pr.number, "no_mention") in decisions

@@ -105,6 +105,27 @@ class Bench:
         }
 
 
+def stub_reviewers(home: Path) -> list[int]:
+    """Live stub reviewer processes started for this test (their HOME is ``home``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().split(") ", 1)[1][:1]
+        except OSError:
+            continue
+        if (
+            b"wrapper.stub_reviewer" in cmdline
+            and f"HOME={home}".encode() in environ.split(b"\0")
+            and state != "Z"
+        ):
+            found.append(int(entry.name))
+    return found
+
+
 @pytest.fixture
 def bench(tmp_path: Path) -> Iterator[Bench]:
     token = f"tok-{uuid.uuid4().hex}"
@@ -305,9 +326,17 @@ def test_kill_9_during_the_review_leaves_no_verdict_and_no_stuck_lock(bench: Ben
     while time.monotonic() < deadline and bench.legs() == 0:
         time.sleep(0.1)
     assert bench.legs() == 1
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not stub_reviewers(bench.root):
+        time.sleep(0.1)
+    assert stub_reviewers(bench.root)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert not list((bench.root / "reviews").rglob("patch-*.md"))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and stub_reviewers(bench.root):
+        time.sleep(0.1)
+    assert stub_reviewers(bench.root) == []  # the reviewer died with its wrapper
     del env["KDEV_STUB_SLEEP"]
     result = subprocess.run(
         argv + ["--json"], env=env, capture_output=True, text=True, timeout=120, check=False

@@ -22,9 +22,10 @@ from engine.config import Settings
 from engine.github import github_client
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
-from wrapper.errors import KdevError
-from wrapper.ledger import Ledger
-from wrapper.review import ReviewContext, ReviewRequest, review_pr
+from wrapper.describe import describe_pr
+from wrapper.errors import ConfigError, KdevError
+from wrapper.ledger import Ledger, check_sha
+from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.sweep import SweepContext, SweepReport, run_sweep
 from wrapper.sweepconfig import load_sweep_config
 
@@ -86,6 +87,9 @@ def review_pr_cmd(
     checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
     reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    comment_id: str | None = typer.Option(
+        None, "--comment-id", help="The comment that asked for this run (empty: none)."
+    ),
 ) -> None:
     """Review one pull request head, once per distinct diff."""
 
@@ -106,18 +110,77 @@ def review_pr_cmd(
                     pr_url=pr_url,
                     author=author,
                     force=force,
+                    comment_id=parse_comment_id(comment_id),
                 ),
                 ctx,
             )
-        if as_json:
-            typer.echo(json.dumps(report.to_json()))
-        else:
-            verdict = f" {report.verdict}" if report.verdict else ""
-            where = f" -> {report.artifact}" if report.artifact else ""
-            detail = f" ({report.detail})" if report.detail else ""
-            typer.echo(
-                f"{report.outcome.value}: {repo} #{pr} {head_sha[:12]}{verdict}{where}{detail}"
+        print_report(report, as_json)
+
+    guarded(work)
+
+
+def parse_comment_id(value: str | None) -> int | None:
+    """``--comment-id``: absent or empty (a template with no comment) is None; else a
+    positive integer in decimal, or ConfigError ``invalid_comment_id``."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or text.startswith("0"):
+        raise ConfigError(
+            f"--comment-id must be a positive integer, got {value!r}", "invalid_comment_id"
+        )
+    return int(text)
+
+
+def print_report(report: ReviewReport, as_json: bool) -> None:
+    """One JSON line, or ``outcome: repo #pr head [verdict] [-> artifact] [(detail)]``."""
+    if as_json:
+        typer.echo(json.dumps(report.to_json()))
+        return
+    verdict = f" {report.verdict}" if report.verdict else ""
+    where = f" -> {report.artifact}" if report.artifact else ""
+    detail = f" ({report.detail})" if report.detail else ""
+    typer.echo(
+        f"{report.outcome.value}: {report.repo} #{report.pr} {report.head_sha[:12]}"
+        f"{verdict}{where}{detail}"
+    )
+
+
+@app.command("describe-pr")
+def describe_pr_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    head_sha: str | None = typer.Option(None, "--head-sha", help="Default: the current head."),
+    checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    comment_id: str | None = typer.Option(
+        None, "--comment-id", help="The comment that asked for this run (empty: none)."
+    ),
+) -> None:
+    """Describe a pull request with the reviewer backend; post it as a PR comment."""
+
+    def work() -> None:
+        config, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        if head_sha:
+            check_sha(head_sha, "--head-sha")
+        settings = Settings.from_env()
+        with github_client(settings) as client:
+            ctx = ReviewContext(
+                config=config, ledger=ledger, github=client, environ=dict(os.environ)
             )
+            report = describe_pr(
+                ReviewRequest(
+                    repo=repo,
+                    pr=pr,
+                    head_sha=head_sha or "",
+                    checkout=(checkout or Path.cwd()).resolve(),
+                    comment_id=parse_comment_id(comment_id),
+                ),
+                ctx,
+            )
+        print_report(report, as_json)
 
     guarded(work)
 

@@ -15,8 +15,18 @@ from typing import Annotated, Any, Literal
 
 import platformdirs
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from engine.errors import InvalidInput
+from engine.triggers import ALLOWLIST_CONFIG_ERROR, parse_allowlist, validate_handle
 from wrapper.errors import ConfigError
 
 REPO_OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
@@ -87,8 +97,16 @@ class WebhookTarget(_Strict):
     timeout_seconds: float = 10.0
 
 
+class GithubCommentTarget(_Strict):
+    """Posts each review round as one PR comment (review-pr itself does it, after the
+    verdict is written; :func:`wrapper.notify.send` passes over this target)."""
+
+    type: Literal["github-comment"]
+
+
 NotifyTarget = Annotated[
-    LogTarget | FileTarget | CommandTarget | WebhookTarget, Field(discriminator="type")
+    LogTarget | FileTarget | CommandTarget | WebhookTarget | GithubCommentTarget,
+    Field(discriminator="type"),
 ]
 
 
@@ -111,6 +129,46 @@ class KdevConfig(_Strict):
     )
     # Names of environment variables the reviewer may see (besides PATH, HOME, LANG).
     reviewer_env: list[str] = Field(default_factory=list)
+    # The handle mentions summon (without "@"); every comment kdev posts has its
+    # mentions of it neutralised. Required to post comments (github-comment, describe-pr).
+    mention_handle: str | None = None
+    # Numeric GitHub user ids whose comment (--comment-id) may summon a fork PR review.
+    mention_allowlist: list[StrictInt] = Field(default_factory=list)
+    # A cross-repository PR is reviewed on an allowlisted mention (never automatically).
+    fork_review_on_mention: bool = True
+    # A Jinja2 file replacing templates/describe.md.j2 (kdev describe-pr).
+    describe_template: str | None = None
+
+    @field_validator("mention_allowlist", mode="before")
+    @classmethod
+    def _allowlist(cls, value: Any) -> list[int]:
+        try:
+            return sorted(parse_allowlist(value))
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
+
+    @field_validator("mention_handle")
+    @classmethod
+    def _handle(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return validate_handle(value)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
+
+    @model_validator(mode="after")
+    def _posting_needs_a_handle(self) -> KdevConfig:
+        if self.mention_handle is None and any(
+            isinstance(target, GithubCommentTarget) for target in self.notify
+        ):
+            raise ValueError("a github-comment notify target needs mention_handle")
+        return self
+
+    @property
+    def posts_review_comments(self) -> bool:
+        """True when a ``github-comment`` notify target is configured."""
+        return any(isinstance(target, GithubCommentTarget) for target in self.notify)
 
 
 def check_repo(repo: str) -> tuple[str, str]:
@@ -149,9 +207,13 @@ def load_config(path: str | None) -> KdevConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise ConfigError(
-            f"KDEV_CONFIG {path}: {where}: {first['msg']}", "invalid_config"
-        ) from None
+        reason = (
+            ALLOWLIST_CONFIG_ERROR
+            if first["loc"][:1] == ("mention_allowlist",)
+            else "invalid_config"
+        )
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"KDEV_CONFIG {path}: {where}: {message}", reason) from None
 
 
 def resolve_reviews_dir(

@@ -31,6 +31,8 @@ class Outcome(enum.StrEnum):
     SKIPPED_EMPTY_DIFF = "skipped_empty_diff"  # base...head has no changes
     DEFERRED_BUDGET = "deferred_budget"  # over a budget; a deferred:budget marker was written
     SKIPPED_STALE_HEAD = "skipped_stale_head"  # the PR has moved on; a later poll fires
+    SKIPPED_SELF_COMMENT = "skipped_self_comment"  # --comment-id is a comment kdev posted
+    DESCRIBED = "described"  # kdev describe-pr posted a description comment
 
 
 class KdevError(LiError):

@@ -4,6 +4,7 @@ Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600
 
     <owner>__<name>/                    repo validated by config.check_repo first
         legs.jsonl                      one line per leg *started*: {pr, head_sha, started_at}
+        posted-comments.jsonl           one line per comment kdev posted: {id, pr, purpose, ...}
         .legs.lock                      serialises the leg log (see Ledger.legs_lock)
         .slots/slot-<i>.lock            concurrency slots, i in range(cap)
         pr-<N>/
@@ -72,6 +73,7 @@ FILE_MODE = 0o600
 LOCK_FILE = ".lock"
 INDEX_FILE = "index.json"
 LEGS_FILE = "legs.jsonl"
+POSTED_COMMENTS_FILE = "posted-comments.jsonl"
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")  # SHA-1 or SHA-256, lowercase hex
 _PR_DIR = re.compile(r"^pr-([1-9][0-9]*)$")
 
@@ -762,6 +764,66 @@ class Ledger:
             if leg.started_at >= since:
                 legs.append(leg)
         return legs
+
+    # --- comments kdev posted -------------------------------------------------------------
+
+    def record_posted_comment(self, repo: str, pr: int, comment_id: int, purpose: str) -> None:
+        """Appends ``{id, pr, purpose, posted_at}`` to posted-comments.jsonl, fsync'd, under
+        its lock: every comment kdev posts is recorded, so ``--comment-id`` of one of them
+        is ``skipped_self_comment`` (the self-loop closure)."""
+        check_pr(pr)
+        if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1:
+            raise LedgerError(f"comment id {comment_id!r} is not positive", "invalid_record")
+        line = json.dumps(
+            {
+                "id": comment_id,
+                "pr": pr,
+                "purpose": purpose,
+                "posted_at": format_timestamp(self.clock()),
+            }
+        )
+        directory = self.repo_dir(repo)
+        self._ensure_dir(directory)
+        path = directory / POSTED_COMMENTS_FILE
+        with self._flock(directory / ".posted.lock", fcntl.LOCK_EX):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+                try:
+                    size = os.fstat(fd).st_size
+                    torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+                    os.write(fd, (("\n" if torn else "") + line + "\n").encode("utf-8"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                if size == 0:
+                    _fsync_dir(directory)
+            except OSError as exc:
+                raise _write_failed(path, exc) from None
+
+    def posted_comment_ids(self, repo: str) -> frozenset[int]:
+        """The ids of every comment kdev recorded posting on ``repo`` (unparsable lines,
+        e.g. a writer killed mid-append, are skipped with a warning)."""
+        path = self.repo_dir(repo) / POSTED_COMMENTS_FILE
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return frozenset()
+        except OSError as exc:
+            raise LedgerError(f"cannot read {path}: {exc.strerror}", "ledger_read_failed") from None
+        ids: set[int] = set()
+        for number, text in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
+            if not text.strip():
+                continue
+            try:
+                data: Any = json.loads(text)
+                value = data.get("id") if isinstance(data, dict) else None
+                if type(value) is not int or value < 1:
+                    raise ValueError("id is not a positive integer")
+            except ValueError as exc:
+                log.warning("ignoring line %d of %s: %s", number, path, exc)
+                continue
+            ids.add(value)
+        return frozenset(ids)
 
     # --- listing -------------------------------------------------------------------------
 

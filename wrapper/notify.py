@@ -12,6 +12,8 @@ others (each failure is also logged at WARNING on ``kdev.notify``). Targets:
 - ``webhook``: a JSON POST of the same object plus ``text`` (subject and body, for chat
   incoming webhooks); any answer other than 2xx is a failure. Error strings name the
   host only, since webhook URLs often carry a secret.
+- ``github-comment``: nothing here; ``kdev review-pr`` posts each review round as one PR
+  comment itself, after the verdict is written (:mod:`wrapper.comments`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ from typing import Any
 
 import httpx
 
-from wrapper.config import CommandTarget, FileTarget, LogTarget, NotifyTarget, WebhookTarget
+from wrapper.config import (
+    CommandTarget,
+    FileTarget,
+    GithubCommentTarget,
+    LogTarget,
+    NotifyTarget,
+    WebhookTarget,
+)
 
 log = logging.getLogger("kdev.notify")
 
@@ -189,6 +198,8 @@ def _deliver(
         return _run_command(target.argv, payload, environ, command_timeout_seconds)
     if isinstance(target, WebhookTarget):
         return _post(target, payload, transport)
+    if isinstance(target, GithubCommentTarget):
+        return None  # review-pr posts the review itself (wrapper.comments); nothing to send
     return f"unknown target {target!r}"  # pragma: no cover - the config union is closed
 
 

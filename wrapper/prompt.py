@@ -13,7 +13,9 @@ The template is rendered in a :class:`~jinja2.sandbox.SandboxedEnvironment` with
 :class:`~jinja2.StrictUndefined` (a misspelt variable is an error, not an empty string).
 Variables: ``repo``, ``pr``, ``base``, ``head_sha``, ``pr_url`` (trusted, one line each)
 and ``title``, ``body``, ``author``, ``diff`` (fenced blocks; place each at the start of
-a line). A template that cannot be read or rendered raises
+a line). :func:`render_describe_prompt` (``kdev describe-pr``) is the same with
+``templates/describe.md.j2`` and :data:`DESCRIBE_INSTRUCTION` last instead of the verdict
+instruction. A template that cannot be read or rendered raises
 :class:`~wrapper.errors.ConfigError` (``prompt_template_unreadable`` or
 ``invalid_prompt_template``).
 """
@@ -39,7 +41,12 @@ VERDICT_INSTRUCTION = (
     "End your review with exactly one line that is either `VERDICT: APPROVE` or "
     "`VERDICT: REQUEST_CHANGES`, and nothing after it."
 )
+DESCRIBE_INSTRUCTION = (
+    "Write the description as Markdown: a one-paragraph summary, then the notable changes "
+    "as a list. Do not add a verdict."
+)
 DEFAULT_TEMPLATE = "review.md.j2"
+DESCRIBE_TEMPLATE = "describe.md.j2"
 MIN_FENCE = 3
 
 _BACKTICK_RUN = re.compile(r"`+")
@@ -83,11 +90,9 @@ def _one_line(value: str) -> str:
     return _CONTROL.sub(" ", value).strip()
 
 
-def _template_source(template_path: str | None) -> str:
+def _template_source(template_path: str | None, default: str = DEFAULT_TEMPLATE) -> str:
     if template_path is None:
-        return (resources.files("wrapper") / "templates" / DEFAULT_TEMPLATE).read_text(
-            encoding="utf-8"
-        )
+        return (resources.files("wrapper") / "templates" / default).read_text(encoding="utf-8")
     try:
         return Path(template_path).expanduser().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -104,11 +109,22 @@ def render_prompt(data: PromptInput, template_path: str | None = None) -> str:
     ``template_path`` None uses the packaged ``wrapper/templates/review.md.j2``.
     Raises ConfigError when the template cannot be read, parsed or rendered.
     """
+    return _render(data, template_path, DEFAULT_TEMPLATE, VERDICT_INSTRUCTION)
+
+
+def render_describe_prompt(data: PromptInput, template_path: str | None = None) -> str:
+    """The prompt of ``kdev describe-pr``: the same clause and fencing as a review, the
+    packaged ``wrapper/templates/describe.md.j2`` (or ``template_path``), and
+    :data:`DESCRIBE_INSTRUCTION` last (no verdict is asked for)."""
+    return _render(data, template_path, DESCRIBE_TEMPLATE, DESCRIBE_INSTRUCTION)
+
+
+def _render(data: PromptInput, template_path: str | None, default: str, closing: str) -> str:
     environment = SandboxedEnvironment(
         autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
-    source = _template_source(template_path)
-    where = template_path or DEFAULT_TEMPLATE
+    source = _template_source(template_path, default)
+    where = template_path or default
     try:
         body = environment.from_string(source).render(
             repo=_one_line(data.repo),
@@ -127,4 +143,4 @@ def render_prompt(data: PromptInput, template_path: str | None = None) -> str:
             f"prompt template {where} failed: {type(exc).__name__}: {message}",
             "invalid_prompt_template",
         ) from None
-    return f"{DATA_NOT_INSTRUCTIONS}\n\n{body.strip()}\n\n{VERDICT_INSTRUCTION}\n"
+    return f"{DATA_NOT_INSTRUCTIONS}\n\n{body.strip()}\n\n{closing}\n"

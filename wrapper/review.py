@@ -2,7 +2,9 @@
 
 The workflow of ADR-0094 D5, one named step each, in this order:
 
+0. self-loop          --comment-id of a comment kdev posted -> skipped_self_comment
 1. fork backstop      PR metadata only; cross-repo, deleted fork or unreadable -> skipped_fork
+                      (a cross-repo PR passes on an allowlisted --comment-id, re-read here)
 2. patch-id           fetch base + refs/pull/N/head; patch-id of base...head; empty -> skipped
 3. dedup              a verdict for this patch-id exists -> carried_forward (no reviewer)
 4. budget gate        daily legs per repo, rounds per PR, concurrency slots -> deferred_budget
@@ -10,7 +12,8 @@ The workflow of ADR-0094 D5, one named step each, in this order:
 6. worktree + lock    disposable worktree, per-PR lock, dedup re-checked under the lock
 7. reviewer           prompt (data-not-instructions clause), backend, VERDICT line
 8. verdict            verdict file + index.json, atomically; secret canary
-9. notify             verdict, deferral or FAILURE notice; the worktree is always pruned
+9. notify             verdict, deferral or FAILURE notice; the worktree is always pruned;
+                      with a github-comment target, the round is posted as a PR comment
 
 Every decision returns a :class:`ReviewReport` (exit 0); only a broken wrapper raises a
 :class:`wrapper.errors.KdevError` (non-zero, distinct codes).
@@ -19,17 +22,20 @@ Every decision returns a :class:`ReviewReport` (exit 0); only a broken wrapper r
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
 from wrapper.budget import decide_budget
+from wrapper.comments import post_comment, review_comment_text
 from wrapper.config import KdevConfig, check_repo
 from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.git import Git
@@ -59,6 +65,7 @@ class ReviewRequest:
     pr_url: str | None = None
     author: str | None = None
     force: bool = False
+    comment_id: int | None = None  # the comment that summoned this run (a mention)
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,89 @@ def read_metadata(ctx: ReviewContext, req: ReviewRequest) -> PullRequest | None:
         return None
 
 
+def check_comment_id(comment_id: int | None) -> None:
+    """``--comment-id`` is absent or a positive integer; else ``invalid_comment_id``."""
+    if comment_id is not None and (
+        isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1
+    ):
+        raise ConfigError(
+            f"--comment-id must be a positive integer, got {comment_id!r}", "invalid_comment_id"
+        )
+
+
+def is_self_comment(ctx: ReviewContext, repo: str, comment_id: int | None) -> bool:
+    """Step 0: True when ``comment_id`` is a comment kdev itself posted on ``repo``."""
+    return comment_id is not None and comment_id in ctx.ledger.posted_comment_ids(repo)
+
+
+_COMMENT_TARGET = re.compile(r"/repos/([^/]+/[^/]+)/(issues|pulls)/([1-9][0-9]*)$")
+
+
+def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> str | None:
+    """None when comment ``comment_id``, re-read from the API (an issue comment, else a
+    review comment), is on ``repo`` #``pr`` and its author's numeric id is in the
+    wrapper's own ``mention_allowlist``; otherwise why not (one line)."""
+    comment: dict[str, Any] | None = None
+    kind = "issue"
+    for kind in ("issue", "review"):
+        try:
+            comment = ctx.github.get_comment(repo, comment_id, kind)
+            break
+        except GitHubError as exc:
+            if exc.reason == "not_found":
+                continue
+            return f"comment {comment_id} unreadable [{exc.reason}]"
+    if comment is None:
+        return f"comment {comment_id} not found"
+    url = comment.get("issue_url" if kind == "issue" else "pull_request_url")
+    match = _COMMENT_TARGET.search(url) if isinstance(url, str) else None
+    if (
+        match is None
+        or match.group(1).lower() != repo.lower()
+        or match.group(2) != ("issues" if kind == "issue" else "pulls")
+        or int(match.group(3)) != pr
+    ):
+        return f"comment {comment_id} is not on {repo} #{pr}"
+    user = comment.get("user")
+    author_id = user.get("id") if isinstance(user, dict) else None
+    if isinstance(author_id, bool) or not isinstance(author_id, int):
+        return f"comment {comment_id} has no author id"
+    if author_id not in ctx.config.mention_allowlist:
+        return f"comment {comment_id}: author id {author_id} is not in mention_allowlist"
+    return None
+
+
+def fork_gate(
+    ctx: ReviewContext, repo: str, number: int, pr: PullRequest | None, comment_id: int | None
+) -> str | None:
+    """Step 1: None when the PR may be reviewed; else the ``skipped_fork`` detail.
+
+    A same-repo PR passes. A cross-repository PR (or a deleted fork) passes only on a
+    mention: ``comment_id`` given, ``fork_review_on_mention`` on, and
+    :func:`mention_denial` finds nothing wrong. Unreadable metadata never passes.
+    """
+    if pr is None:
+        return "metadata unreadable"
+    if is_same_repo(pr):
+        return None
+    why = (
+        "head repository deleted"
+        if pr.head_repo_full_name is None
+        else f"head is {pr.head_repo_full_name}"
+    )
+    if comment_id is None:
+        return why
+    if not ctx.config.fork_review_on_mention:
+        return f"{why}; fork_review_on_mention is off"
+    denial = mention_denial(ctx, repo, number, comment_id)
+    if denial is not None:
+        return f"{why}; {denial}"
+    log.info(
+        "%s #%s: cross-repository, reviewed on allowlisted comment %s", repo, number, comment_id
+    )
+    return None
+
+
 def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> ReviewReport:
     """Step 3: record that ``req.head_sha`` has the verdict of an identical diff."""
     entry = IndexEntry(
@@ -146,18 +236,28 @@ def defer(
     limit: int,
     reopens_at: datetime | None,
     patch_id: str,
+    *,
+    marker: bool = True,
 ) -> ReviewReport:
-    """Step 4, over budget: a ``deferred:budget`` marker and a notice, never a silent drop."""
-    marker = DeferredMarker(
-        budget=budget,
-        count=count,
-        limit=limit,
-        reopens_at=reopens_at,
-        head_sha=req.head_sha,
-        pr_url=pr_url,
-        created_at=ctx.clock(),
-    )
-    ctx.ledger.write_deferred(req.repo, req.pr, req.head_sha, marker)
+    """Step 4, over budget: a ``deferred:budget`` marker and a notice, never a silent drop.
+
+    ``marker`` False (``kdev describe-pr``) sends the notice only: a marker would make
+    ``kdev pr-sweep`` retry a *review* of the head."""
+    if marker:
+        ctx.ledger.write_deferred(
+            req.repo,
+            req.pr,
+            req.head_sha,
+            DeferredMarker(
+                budget=budget,
+                count=count,
+                limit=limit,
+                reopens_at=reopens_at,
+                head_sha=req.head_sha,
+                pr_url=pr_url,
+                created_at=ctx.clock(),
+            ),
+        )
     _notify(
         ctx,
         deferred_notification(
@@ -175,7 +275,7 @@ def defer(
 
 
 def over_budget(
-    ctx: ReviewContext, req: ReviewRequest, pr_url: str, patch_id: str
+    ctx: ReviewContext, req: ReviewRequest, pr_url: str, patch_id: str, *, marker: bool = True
 ) -> ReviewReport | None:
     """Step 4's leg budgets: a ``deferred_budget`` report when over one, else None."""
     now = ctx.clock()
@@ -193,6 +293,7 @@ def over_budget(
         decision.limit,
         decision.reopens_at,
         patch_id,
+        marker=marker,
     )
 
 
@@ -201,20 +302,26 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     check_repo(req.repo)
     if req.pr < 1:
         raise ConfigError(f"--pr must be a positive integer, got {req.pr}", "invalid_pr")
+    check_comment_id(req.comment_id)
 
-    # 1. Fork backstop: metadata only; anything but a provable same-repo PR is skipped.
-    pr = read_metadata(ctx, req)
-    if pr is None or not is_same_repo(pr):
-        why = (
-            "metadata unreadable"
-            if pr is None
-            else (
-                "head repository deleted"
-                if pr.head_repo_full_name is None
-                else f"head is {pr.head_repo_full_name}"
-            )
+    # 0. Self-loop closure: a comment kdev posted never summons a review.
+    if is_self_comment(ctx, req.repo, req.comment_id):
+        return ReviewReport(
+            Outcome.SKIPPED_SELF_COMMENT,
+            req.repo,
+            req.pr,
+            req.head_sha,
+            detail=f"comment {req.comment_id} was posted by kdev",
         )
-        return ReviewReport(Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=why)
+
+    # 1. Fork backstop: metadata only; anything but a provable same-repo PR is skipped,
+    #    unless an allowlisted maintainer's comment (re-read here) asked for it.
+    pr = read_metadata(ctx, req)
+    skip = fork_gate(ctx, req.repo, req.pr, pr, req.comment_id)
+    if skip is not None or pr is None:
+        return ReviewReport(
+            Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=skip or "unreadable"
+        )
     pr_url = req.pr_url or pr.html_url
 
     # 2. Patch-id of base...head (the head as fired, if it was fetched).
@@ -348,6 +455,35 @@ def run_leg(
     _notify(
         ctx, verdict_notification(req.repo, req.pr, result.verdict, pr_url, req.head_sha, str(path))
     )
+    detail = post_review_comment(ctx, req, record) if ctx.config.posts_review_comments else ""
     return ReviewReport(
-        Outcome.REVIEWED, req.repo, req.pr, req.head_sha, patch_id, result.verdict, str(path)
+        Outcome.REVIEWED,
+        req.repo,
+        req.pr,
+        req.head_sha,
+        patch_id,
+        result.verdict,
+        str(path),
+        detail,
     )
+
+
+def post_review_comment(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> str:
+    """Step 9, ``github-comment`` target: the round as one PR comment (neutralised,
+    escaped, secret canary), its id recorded. The verdict is already written, so a
+    failure is logged and reported in the detail, never raised."""
+    try:
+        posted = post_comment(
+            ctx.github,
+            ctx.ledger,
+            ctx.config,
+            ctx.environ,
+            req.repo,
+            req.pr,
+            review_comment_text(record),
+            "review",
+        )
+    except KdevError as exc:
+        log.warning("review comment not posted: %s [%s]", exc.message, exc.reason)
+        return f"comment not posted [{exc.reason}]"
+    return f"comment {posted.id} posted"

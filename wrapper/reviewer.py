@@ -22,6 +22,7 @@ is SIGKILLed.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -74,6 +75,20 @@ class ReviewResult:
     verdict: str  # "APPROVE" | "REQUEST_CHANGES"
     body: str
     model: str
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL the reviewer if kdev dies (kill -9 included),
+    so a crashed wrapper never leaves a reviewer spending money. Linux only; elsewhere
+    the reviewer runs to its own end or timeout."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def parse_verdict(text: str) -> str | None:
@@ -130,13 +145,15 @@ def run_reviewer(
     the openai backend (tests); ``kill_grace_seconds`` is the wait between SIGTERM and
     SIGKILL of a command reviewer's process group after its timeout.
     """
-    if isinstance(reviewer, OpenAIReviewer):
-        output = _run_openai(reviewer, prompt, environ, transport)
-    else:
-        names = [*reviewer.env_passthrough, *extra_env_names]
-        output = _run_command(
-            reviewer, prompt, worktree, reviewer_environment(names, environ), kill_grace_seconds
-        )
+    output = run_reviewer_text(
+        reviewer,
+        prompt,
+        worktree,
+        environ,
+        extra_env_names=extra_env_names,
+        transport=transport,
+        kill_grace_seconds=kill_grace_seconds,
+    )
     verdict = parse_verdict(output)
     if verdict is None:
         raise ReviewerFailed(
@@ -145,6 +162,27 @@ def run_reviewer(
             "no_verdict",
         )
     return ReviewResult(verdict=verdict, body=output, model=reviewer.model)
+
+
+def run_reviewer_text(
+    reviewer: CommandReviewer | OpenAIReviewer,
+    prompt: str,
+    worktree: Path,
+    environ: Mapping[str, str],
+    *,
+    extra_env_names: Iterable[str] = (),
+    transport: httpx.BaseTransport | None = None,
+    kill_grace_seconds: float = KILL_GRACE_SECONDS,
+) -> str:
+    """The backend's whole output for ``prompt``, with no verdict required (``kdev
+    describe-pr``). Same sandbox, environment and errors as :func:`run_reviewer`, minus
+    ``no_verdict``."""
+    if isinstance(reviewer, OpenAIReviewer):
+        return _run_openai(reviewer, prompt, environ, transport)
+    names = [*reviewer.env_passthrough, *extra_env_names]
+    return _run_command(
+        reviewer, prompt, worktree, reviewer_environment(names, environ), kill_grace_seconds
+    )
 
 
 # --- command backend -------------------------------------------------------------------
@@ -295,6 +333,7 @@ def _run_command(
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
+                    preexec_fn=_die_with_parent,
                 )
             except (OSError, ValueError) as exc:
                 detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -336,6 +336,24 @@ def edit_review_comment(ctx: Ctx, owner: str, name: str, comment_id: str) -> dic
     return _edit_comment(ctx, owner, name, comment_id, "review")
 
 
+def _one_comment(ctx: Ctx, owner: str, name: str, comment_id: str, kind: str) -> dict[str, Any]:
+    repo = _repo(ctx, owner, name)
+    found = [c for c in ctx.sim._comments if c.repo is repo and c.id == int(comment_id)]
+    if not found or found[0].kind != kind:
+        raise HttpError(404, "Not Found")
+    return _comment_json(ctx, found[0])
+
+
+@route("GET", rf"{REPO}/issues/comments/(?P<comment_id>\d+)")
+def get_issue_comment(ctx: Ctx, owner: str, name: str, comment_id: str) -> dict[str, Any]:
+    return _one_comment(ctx, owner, name, comment_id, "issue")
+
+
+@route("GET", rf"{REPO}/pulls/comments/(?P<comment_id>\d+)")
+def get_review_comment(ctx: Ctx, owner: str, name: str, comment_id: str) -> dict[str, Any]:
+    return _one_comment(ctx, owner, name, comment_id, "review")
+
+
 # == commits, checks, compare ================================================================
 
 

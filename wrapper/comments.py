@@ -1,0 +1,104 @@
+"""Comments kdev posts on a pull request, and the self-loop closure around them.
+
+Every body goes through the same three gates before ``POST .../issues/{pr}/comments``:
+
+1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
+   then every mention of ``mention_handle`` that the trigger detector would count
+   rewritten as ``&#64;handle`` (so kdev's own comment can never summon kdev);
+2. the secret canary: when the value of any ``secret_env`` variable appears in the raw
+   or the prepared body, nothing is posted (``secret_in_output``);
+3. after a successful POST the new comment's id is appended to the ledger
+   (``posted-comments.jsonl``), so ``kdev review-pr --comment-id ID`` of that comment is
+   ``skipped_self_comment``.
+
+Bodies longer than :data:`MAX_BODY_CHARS` (GitHub's limit is 65536) are cut, with a note.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from engine.github import GitHubClient, GitHubError
+from wrapper.config import KdevConfig
+from wrapper.errors import ConfigError, KdevError, LedgerError
+from wrapper.ledger import Ledger, VerdictRecord
+from wrapper.neutralise import contains_secret, prepare_comment
+
+log = logging.getLogger("kdev.comments")
+
+MAX_BODY_CHARS = 60000
+TRUNCATION_NOTE = "\n\n_(kdev: the rest of the output was cut to fit one comment)_\n"
+COMMENT_POST_FAILED = "comment_post_failed"
+
+
+@dataclass(frozen=True)
+class PostedComment:
+    """A comment kdev posted: its id and its page."""
+
+    id: int
+    html_url: str
+
+
+def comment_body(raw: str, handle: str) -> str:
+    """The body kdev posts for ``raw``: prepared (escaped, neutralised), cut to fit."""
+    limit = MAX_BODY_CHARS
+    prepared = prepare_comment(raw, handle)
+    while len(prepared) > MAX_BODY_CHARS and limit > 0:
+        limit = int(limit * 0.8)
+        prepared = prepare_comment(raw[:limit] + TRUNCATION_NOTE, handle)
+    return prepared
+
+
+def review_comment_text(record: VerdictRecord) -> str:
+    """One review round as a comment: a header line, then the reviewer's output."""
+    header = f"**kdev review** of {record.head_sha[:12]} ({record.model}): **{record.verdict}**"
+    return f"{header}\n\n{record.body.strip()}\n"
+
+
+def post_comment(
+    github: GitHubClient,
+    ledger: Ledger,
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    repo: str,
+    pr: int,
+    raw: str,
+    purpose: str,
+) -> PostedComment:
+    """Prepare ``raw``, apply the secret canary, post it on ``repo`` #``pr`` and record
+    its id. Raises ConfigError ``invalid_config`` (no ``mention_handle``), LedgerError
+    ``secret_in_output`` (nothing posted) or KdevError ``comment_post_failed``."""
+    handle = config.mention_handle
+    if handle is None:
+        raise ConfigError(
+            "posting a comment needs mention_handle in KDEV_CONFIG (its mentions are "
+            "neutralised in everything kdev posts)",
+            "invalid_config",
+        )
+    body = comment_body(raw, handle)
+    secrets = [environ.get(name, "") for name in config.secret_env]
+    if contains_secret((raw, body), secrets):
+        raise LedgerError(
+            f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
+            "variable; nothing was posted",
+            "secret_in_output",
+        )
+    try:
+        created = github.post_issue_comment(repo, pr, body)
+    except GitHubError as exc:
+        raise KdevError(
+            f"cannot post the {purpose} comment on {repo} #{pr}: {exc.message} [{exc.reason}]",
+            COMMENT_POST_FAILED,
+        ) from None
+    comment_id = created.get("id")
+    if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1:
+        raise KdevError(
+            f"GitHub answered the {purpose} comment on {repo} #{pr} without an id",
+            COMMENT_POST_FAILED,
+        )
+    ledger.record_posted_comment(repo, pr, comment_id, purpose)
+    html_url = created.get("html_url")
+    log.info("posted %s comment %s on %s #%s", purpose, comment_id, repo, pr)
+    return PostedComment(comment_id, html_url if isinstance(html_url, str) else "")

@@ -1,0 +1,188 @@
+"""``kdev describe-pr``: a PR description written by the reviewer backend, posted as a comment.
+
+It never edits the PR body. It shares review-pr's gates and sandbox:
+
+0. self-loop        ``--comment-id`` of a comment kdev posted -> skipped_self_comment
+1. fork backstop    as review-pr (a fork passes only on an allowlisted ``--comment-id``)
+2. diff             fetch base + refs/pull/N/head; an empty diff -> skipped_empty_diff
+3. budget           it is a leg: counted in ``legs.jsonl`` like a review, and over a
+                    budget -> deferred_budget (a DEFERRED notice; no deferred marker, since
+                    the sweep retries markers as reviews)
+4. freshness        the PR's head moved on from ``--head-sha`` -> skipped_stale_head
+5. backend          the describe prompt (``templates/describe.md.j2`` or
+                    ``describe_template``; same data-not-instructions clause and fencing),
+                    run in a disposable worktree with the reviewer's environment (no token);
+                    no VERDICT line is needed
+6. post             prepared (escaped, neutralised), secret canary, posted, id recorded
+                    -> described
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from wrapper.comments import post_comment
+from wrapper.config import check_repo
+from wrapper.errors import ConfigError, KdevError, Outcome
+from wrapper.git import Git
+from wrapper.notify import failure_notification
+from wrapper.patch_id import compute_patch_id, fetch_pr_refs
+from wrapper.prompt import PromptInput, render_describe_prompt
+from wrapper.review import (
+    ReviewContext,
+    ReviewReport,
+    ReviewRequest,
+    _notify,
+    check_comment_id,
+    defer,
+    fork_gate,
+    is_self_comment,
+    over_budget,
+    read_metadata,
+)
+from wrapper.reviewer import run_reviewer_text
+
+HEADER = "**kdev description** of {head} ({model})"
+
+
+def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
+    """Describe ``req.pr`` and post the description as one comment (see the module doc).
+
+    ``req.head_sha`` empty means "the PR's current head"."""
+    check_repo(req.repo)
+    if req.pr < 1:
+        raise ConfigError(f"--pr must be a positive integer, got {req.pr}", "invalid_pr")
+    check_comment_id(req.comment_id)
+    if ctx.config.mention_handle is None:
+        raise ConfigError(
+            "kdev describe-pr posts a comment: set mention_handle in KDEV_CONFIG",
+            "invalid_config",
+        )
+    if is_self_comment(ctx, req.repo, req.comment_id):
+        return ReviewReport(
+            Outcome.SKIPPED_SELF_COMMENT,
+            req.repo,
+            req.pr,
+            req.head_sha,
+            detail=f"comment {req.comment_id} was posted by kdev",
+        )
+    pr = read_metadata(ctx, req)
+    skip = fork_gate(ctx, req.repo, req.pr, pr, req.comment_id)
+    if skip is not None or pr is None:
+        return ReviewReport(
+            Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=skip or "unreadable"
+        )
+    head_sha = req.head_sha or pr.head_sha
+    req = ReviewRequest(
+        repo=req.repo,
+        pr=req.pr,
+        head_sha=head_sha,
+        checkout=req.checkout,
+        pr_url=req.pr_url,
+        author=req.author,
+        comment_id=req.comment_id,
+    )
+    pr_url = req.pr_url or pr.html_url
+
+    git = Git(req.checkout)
+    base_ref, head_ref = fetch_pr_refs(git, pr.base_ref, req.pr)
+    head = head_sha if git.rev_parse(head_sha) else head_ref
+    info = compute_patch_id(git, base_ref, head)
+    if info.patch_id is None:
+        return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, head_sha)
+    patch_id = info.patch_id
+
+    budgets = ctx.config.budgets
+    over = over_budget(ctx, req, pr_url, patch_id, marker=False)
+    if over is not None:
+        return over
+    with ctx.ledger.concurrency_slot(req.repo, budgets.max_concurrent_legs_per_repo) as slot:
+        if slot is None:
+            cap = budgets.max_concurrent_legs_per_repo
+            budget = "max_concurrent_legs_per_repo"
+            return defer(ctx, req, pr_url, budget, cap, cap, None, patch_id, marker=False)
+        if pr.head_sha != head_sha:
+            return ReviewReport(
+                Outcome.SKIPPED_STALE_HEAD,
+                req.repo,
+                req.pr,
+                head_sha,
+                patch_id,
+                detail=f"current head is {pr.head_sha}",
+            )
+        with ctx.ledger.legs_lock(req.repo):
+            over = over_budget(ctx, req, pr_url, patch_id, marker=False)
+            if over is not None:
+                return over
+            ctx.ledger.record_leg_start(req.repo, req.pr, head_sha)
+        data = PromptInput(
+            repo=req.repo,
+            pr=req.pr,
+            title=pr.title,
+            body=pr.body,
+            author=req.author or pr.user_login,
+            base=pr.base_ref,
+            head_sha=head_sha,
+            diff=info.diff,
+            pr_url=pr_url,
+        )
+        return _describe_leg(ctx, req, pr_url, git, patch_id, data)
+
+
+def _describe_leg(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr_url: str,
+    git: Git,
+    patch_id: str,
+    data: PromptInput,
+) -> ReviewReport:
+    reviewer = ctx.config.reviewer
+    if reviewer is None:
+        raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
+    scratch = Path(tempfile.mkdtemp(prefix=f"kdev-describe-pr{req.pr}-"))
+    worktree = scratch / "worktree"
+    try:
+        git.worktree_add(worktree, req.head_sha)
+        prompt = render_describe_prompt(data, ctx.config.describe_template)
+        output = run_reviewer_text(
+            reviewer,
+            prompt,
+            worktree,
+            ctx.environ,
+            extra_env_names=ctx.config.reviewer_env,
+            transport=ctx.reviewer_transport,
+        )
+        header = HEADER.format(head=req.head_sha[:12], model=reviewer.model)
+        posted = post_comment(
+            ctx.github,
+            ctx.ledger,
+            ctx.config,
+            ctx.environ,
+            req.repo,
+            req.pr,
+            f"{header}\n\n{output.strip()}\n",
+            "describe",
+        )
+    except KdevError as exc:
+        _notify(
+            ctx,
+            failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
+        )
+        raise
+    finally:
+        try:
+            git.worktree_remove(worktree)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return ReviewReport(
+        Outcome.DESCRIBED,
+        req.repo,
+        req.pr,
+        req.head_sha,
+        patch_id,
+        artifact=posted.html_url or None,
+        detail=f"comment {posted.id} posted",
+    )
