@@ -107,3 +107,7 @@ def configure_logging(level: str, log_format: str) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # alembic narrates every migration context at INFO; only debug logging wants that.
+    logging.getLogger("alembic").setLevel(
+        logging.DEBUG if level.lower() == "debug" else logging.WARNING
+    )

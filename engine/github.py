@@ -239,6 +239,21 @@ class PullGraph:
 
 
 @dataclass(frozen=True)
+class RestResult:
+    """One conditional REST read (:meth:`GitHubClient.get_rest`).
+
+    ``unchanged``: the first page answered 304 and ``body`` is the cached body of the last
+    200. For a listing (``paginate``) ``body`` is every item of every page read, and
+    ``complete`` is False when more pages existed than ``max_pages`` allowed.
+    """
+
+    unchanged: bool
+    body: Any
+    complete: bool
+    rate: RateInfo | None
+
+
+@dataclass(frozen=True)
 class Comparison:
     """``GET /compare/{base}...{head}``: commits of head not in base, and of base not in head."""
 
@@ -967,6 +982,118 @@ class GitHubClient:
         """
         _check_repo(repo)
         return self._cache.drop(f"{self.api_url}/repos/{repo}/pulls?")
+
+    def get_rest(
+        self,
+        path: str,
+        params: Mapping[str, str | int] | None = None,
+        *,
+        paginate: bool = False,
+        items_key: str | None = None,
+        max_pages: int = 10,
+        conditional: bool = True,
+        cache_scope: str = "",
+    ) -> RestResult:
+        """``GET {api_url}/{path}`` with ``params``; raw JSON, errors translated as for
+        every request.
+
+        Conditional: the first page carries the ``If-None-Match`` of the last 200 of the
+        same URL (token and ``cache_scope`` in the key), so an unchanged resource costs no
+        rate limit and hands back the cached body. With ``paginate`` the body is a list:
+        ``Link: rel="next"`` is followed verbatim up to ``max_pages``, and each page's items
+        are the page itself or, with ``items_key``, the list under that key (e.g.
+        ``check_runs``). The ETag is stored only for a one-page answer, since a 304 on the
+        first page of a longer listing would prove nothing about the others.
+        """
+        if not path or path.startswith("/") or ".." in path:
+            raise InvalidInput(f"a REST path is relative, got {path!r}", "invalid_path")
+        if max_pages < 1:
+            raise InvalidInput(f"max_pages must be at least 1, got {max_pages}", "invalid_pages")
+        url = str(httpx.URL(f"{self.api_url}/{path}", params=dict(params or {})))
+        key = f"{url}#{self.token_identity};shape=raw;scope={cache_scope}"
+        key_ok = conditional and len(key) <= CACHE_KEY_LIMIT
+        cached = self._cache.get(key) if key_ok else None
+        response = self._request(url, etag=cached.etag if cached else None)
+        rate = parse_rate(response.headers)
+        if response.status_code == 304:
+            assert cached is not None  # _request refuses a 304 nobody asked for
+            return RestResult(True, cached.body, True, rate)
+
+        def page_items(page: httpx.Response, page_url: str) -> list[Any]:
+            if items_key is None:
+                return self._json(page, list, page_url)
+            wrapper = self._json(page, dict, page_url)
+            return _as_list(wrapper.get(items_key), f"{items_key} of {self._where(page_url)}")
+
+        if not paginate:
+            body: Any = self._json(response, object, url)
+            next_url = None
+        else:
+            body = page_items(response, url)
+            next_url = self._next_link(response)
+            pages = 1
+            while next_url is not None and pages < max_pages:
+                page = self._request(next_url)
+                rate = parse_rate(page.headers) or rate
+                body += page_items(page, next_url)
+                next_url = self._next_link(page)
+                pages += 1
+        etag = response.headers.get("etag")
+        one_page = not paginate or (pages == 1 and next_url is None)
+        if key_ok and one_page and etag and len(etag) <= ETAG_LIMIT:
+            self._cache.put(key, CachedResponse(etag, body, None, self._clock()))
+        return RestResult(False, body, next_url is None, rate)
+
+    def post_rest(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """``POST {api_url}/{path}`` with the JSON ``payload``; returns the created object
+        (200 or 201). Never conditional, never retried; errors as for every request."""
+        if not path or path.startswith("/") or ".." in path:
+            raise InvalidInput(f"a REST path is relative, got {path!r}", "invalid_path")
+        url = f"{self.api_url}/{path}"
+        response = self._send_post(url, payload)
+        return self._json(response, dict, url)
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``POST /graphql``; returns ``data``. A response with ``errors`` raises
+        :class:`GitHubError`: ``not_found`` for a NOT_FOUND error, ``rate_limited`` for
+        RATE_LIMITED, else ``malformed_payload`` (GitHub refused the query itself)."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("a GraphQL query is a non-empty string", "invalid_query")
+        url = f"{self.api_url}/graphql"
+        response = self._request(
+            url, json_body={"query": query, "variables": dict(variables or {})}
+        )
+        payload = self._json(response, dict, url)
+        errors = payload.get("errors")
+        if errors:
+            first = errors[0] if isinstance(errors, list) and errors else {}
+            kind = first.get("type") if isinstance(first, dict) else None
+            text = first.get("message") if isinstance(first, dict) else None
+            said = f"GitHub refused a GraphQL request: {text or errors!s}"[:_MESSAGE_LIMIT]
+            reason = {"NOT_FOUND": NOT_FOUND, "RATE_LIMITED": RATE_LIMITED}.get(
+                str(kind), MALFORMED_PAYLOAD
+            )
+            raise self._fail(said, reason, status=response.status_code)
+        data = payload.get("data")
+        if not isinstance(data, dict):
+            raise self._fail("GraphQL answer without a data object", MALFORMED_PAYLOAD, status=200)
+        return data
+
+    def _send_post(self, url: str, payload: dict[str, Any]) -> httpx.Response:
+        where = self._where(url)
+        self.pacer.acquire()
+        try:
+            response = self._http.post(url, json=payload)
+        except httpx.TransportError as exc:
+            raise self._fail(
+                f"no complete answer from GitHub for POST {where}: {type(exc).__name__}: {exc}",
+                NETWORK_ERROR,
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self._fail(f"POST {where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
+        if response.status_code not in (200, 201):
+            raise self._status_error(response, where)
+        return response
 
     # -- plumbing -------------------------------------------------------------------------
 

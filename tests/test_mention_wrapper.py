@@ -282,9 +282,7 @@ def test_describe_pr_cli(bench: Bench) -> None:
 @pytest.mark.parametrize(
     "bad", ['["maintainer"]', "[0]", "[-3]", "[true]", "[1.5]", '["--5"]', '["5"]', "7"]
 )
-def test_a_bad_mention_allowlist_is_one_line_allowlist_config_error(
-    bench: Bench, bad: str
-) -> None:
+def test_a_bad_mention_allowlist_is_one_line_allowlist_config_error(bench: Bench, bad: str) -> None:
     env = bench.kdev_env()
     Path(env["KDEV_CONFIG"]).write_text(f"mention_allowlist: {bad}\n")
     with pytest.raises(ConfigError) as caught:

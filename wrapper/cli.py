@@ -19,13 +19,17 @@ import typer
 from engine.clikit import OneLineErrorsTyper
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
+from engine.errors import LiError
 from engine.github import github_client
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
 from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
+from wrapper.git import Git
 from wrapper.ledger import Ledger, check_sha
+from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
+from wrapper.roster import build_roster, read_roster_files
 from wrapper.sweep import SweepContext, SweepReport, run_sweep
 from wrapper.sweepconfig import load_sweep_config
 
@@ -219,6 +223,49 @@ def verdicts_cmd(
     guarded(work)
 
 
+@app.command("reviewers")
+def reviewers_cmd(
+    repo_root: Path = typer.Option(Path("."), "--repo-root", help="Checkout or worktree root."),
+    pr: int | None = typer.Option(None, "--pr", help="Changed files of this PR (fetched)."),
+    base: str | None = typer.Option(
+        None, "--base", help="Base branch for --pr (default main), or a base ref for --head."
+    ),
+    head: str | None = typer.Option(None, "--head", help="Head ref (with --base)."),
+    changed: list[str] = typer.Option([], "--changed-file", help="A changed file (repeatable)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Which focused reviewers (defaults + AGENT-REVIEWERS.md) apply to a change."""
+
+    def work() -> None:
+        if head is not None and (base is None or pr is not None):
+            raise ConfigError("--head goes with --base and without --pr", "usage_error")
+        if pr is None and head is None and not changed:
+            raise ConfigError(
+                "give --pr N, --changed-file PATH or --base REF --head REF", "usage_error"
+            )
+        git = Git(repo_root)
+        files = list(changed)
+        if pr is not None:
+            base_ref, head_ref = fetch_pr_refs(git, base or "main", pr)
+            files += git.changed_files(base_ref, head_ref)
+        elif base is not None and head is not None:
+            files += git.changed_files(base, head)
+        roster = build_roster(read_roster_files(repo_root), files)
+        for warning in roster.warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        if as_json:
+            typer.echo(json.dumps(roster.to_json(), indent=2))
+            return
+        typer.echo(roster.summary)
+        for reviewer in roster.reviewers:
+            typer.echo(
+                f"{reviewer.name}  {reviewer.kind}  scope {reviewer.scope or '.'}  "
+                f"files: {', '.join(reviewer.changed_files)}"
+            )
+
+    guarded(work)
+
+
 @verdict_app.command("show")
 def verdict_show(
     repo: str,
@@ -310,3 +357,153 @@ def sweep_summary(report: SweepReport) -> list[str]:
         lines.append("health:")
         lines.extend(f"  {p.code}: {p.subject}: {p.message}" for p in report.health)
     return lines
+
+
+# == the author's loop (docs/author-loop.md) ==============================================
+
+
+@app.command("watch")
+def watch_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    interval: str = typer.Option("auto", "--interval", help="auto (by PR size) or seconds."),
+    max_duration: str = typer.Option("2h", "--max-duration", help="e.g. 90m, 2h."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per event."),
+) -> None:
+    """Print one line per CI result and new comment until the PR closes or time runs out
+    (then the unsettled summary and exit 9)."""
+    from engine.durations import parse_duration
+    from wrapper.watch import PrWatch, WatchEvent
+
+    def emit(event: WatchEvent) -> None:
+        typer.echo(event.to_json() if as_json else event.line())
+
+    def work() -> int:
+        check_repo(repo)
+        try:
+            seconds = parse_duration(max_duration, what="--max-duration")
+        except LiError as exc:
+            raise ConfigError(exc.message, exc.reason) from None
+        with github_client(Settings.from_env()) as client:
+            watch = PrWatch(client, repo, pr, emit, interval=interval, max_duration=seconds)
+            return watch.run().exit_code
+
+    code = guarded(work)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("comments")
+def comments_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    unresolved: bool = typer.Option(False, "--unresolved", help="Open threads only."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """All feedback on a PR with its source and priority, summarised by priority and file."""
+    from wrapper.feedback import collect_feedback
+    from wrapper.watch import one_line
+
+    def work() -> None:
+        check_repo(repo)
+        with github_client(Settings.from_env()) as client:
+            report = collect_feedback(client, repo, pr, unresolved=unresolved)
+        if as_json:
+            typer.echo(json.dumps(report.to_json()))
+            return
+        for item in report.items:
+            where = (
+                f" {item.path}:{item.line if item.line is not None else '?'}" if item.path else ""
+            )
+            state = f" [{item.state}]" if item.state else ""
+            status = "" if item.resolved is None else (" resolved" if item.resolved else " open")
+            typer.echo(
+                f"{item.priority.value} {item.source.value} {item.kind} node={item.node_id} "
+                f"id={item.id} @{item.user}{where}{state}{status}: {one_line(item.body)[:200]}"
+            )
+        typer.echo("by priority: " + ", ".join(f"{k} {v}" for k, v in report.by_priority.items()))
+        for path, counts in sorted(report.by_file.items()):
+            typer.echo(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+        typer.echo(f"open threads: {report.open_threads}")
+
+    guarded(work)
+
+
+@app.command("reply")
+def reply_cmd(
+    text: str = typer.Argument(..., help="The reply."),
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    comment_id: int = typer.Option(..., "--comment-id", help="The comment answered."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """Reply to an inline comment (threaded) or an issue-level comment (quoting its id)."""
+    from wrapper.threads import reply
+
+    def work() -> None:
+        config, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        with github_client(Settings.from_env()) as client:
+            result = reply(client, config, dict(os.environ), repo, pr, comment_id, text, ledger)
+        if as_json:
+            typer.echo(json.dumps(result.to_json()))
+        else:
+            typer.echo(f"replied: {result.kind} id={result.id} node={result.node_id}")
+
+    guarded(work)
+
+
+@app.command("resolve")
+def resolve_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
+) -> None:
+    """Resolve the review thread that starts with comment NODE."""
+    from wrapper.threads import resolve
+
+    def work() -> None:
+        check_repo(repo)
+        with github_client(Settings.from_env()) as client:
+            thread = resolve(client, repo, pr, node)
+        typer.echo(f"resolved: thread {thread.id}")
+
+    guarded(work)
+
+
+@app.command("hide")
+def hide_cmd(node: str = typer.Option(..., "--node", help="Node id of the comment.")) -> None:
+    """Minimise a comment as OUTDATED."""
+    from wrapper.threads import hide
+
+    def work() -> None:
+        with github_client(Settings.from_env()) as client:
+            reason = hide(client, node)
+        typer.echo(f"hidden: {node} ({reason})")
+
+    guarded(work)
+
+
+@app.command("pr-status")
+def pr_status_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Merge readiness: review rounds, feedback by priority, open threads, CI at the head."""
+    from wrapper.pr_status import pr_status
+
+    def work() -> None:
+        _, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        with github_client(Settings.from_env()) as client:
+            status = pr_status(client, ledger, repo, pr)
+        if as_json:
+            typer.echo(json.dumps(status.to_json()))
+        else:
+            for line in status.lines():
+                typer.echo(line)
+
+    guarded(work)

@@ -52,6 +52,8 @@ class CommandReviewer(_Strict):
     model: str = "command"
     timeout_seconds: StrictInt = Field(DEFAULT_REVIEWER_TIMEOUT, ge=1)
     env_passthrough: list[str] = Field(default_factory=list)
+    # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.roster).
+    roster: bool = False
 
 
 class OpenAIReviewer(_Strict):
@@ -64,6 +66,8 @@ class OpenAIReviewer(_Strict):
     api_key_env: str = "OPENAI_API_KEY"
     timeout_seconds: StrictInt = Field(DEFAULT_REVIEWER_TIMEOUT, ge=1)
     temperature: float = 0.0
+    # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.roster).
+    roster: bool = False
 
 
 Reviewer = Annotated[CommandReviewer | OpenAIReviewer, Field(discriminator="backend")]

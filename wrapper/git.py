@@ -293,6 +293,31 @@ class Git:
         sha = result.stdout.decode("ascii", "replace").strip()
         return sha if result.returncode == 0 and sha else None
 
+    def changed_files(self, base_ref: str, head_ref: str) -> list[str]:
+        """The paths ``git diff --name-only base...head`` lists (renames as delete+add)."""
+        _check_option_safe(base_ref, "ref")
+        _check_option_safe(head_ref, "ref")
+        result = self._run(
+            ["diff", "--name-only", "-z", "--no-renames", f"{base_ref}...{head_ref}", "--"]
+        )
+        return [p for p in result.stdout.decode("utf-8", "replace").split("\0") if p]
+
+    def files_named(self, ref: str, name: str) -> dict[str, str]:
+        """Every file called ``name`` in the tree of ``ref``: path -> text (UTF-8,
+        undecodable bytes replaced). Read from git objects, never from a worktree."""
+        _check_option_safe(ref, "ref")
+        listing = self._run(["ls-tree", "-r", "-z", "--name-only", ref, "--"])
+        paths = [
+            p
+            for p in listing.stdout.decode("utf-8", "replace").split("\0")
+            if p and p.rpartition("/")[2] == name
+        ]
+        found: dict[str, str] = {}
+        for path in paths:
+            blob = self._run(["cat-file", "blob", f"{ref}:{path}"]).stdout
+            found[path] = blob.decode("utf-8", "replace")
+        return found
+
     def worktree_add(self, path: Path, ref: str) -> None:
         """Checks ``ref`` out, detached, at ``path``, sharing this repository's objects.
 

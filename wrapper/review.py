@@ -47,9 +47,10 @@ from wrapper.notify import (
     send,
     verdict_notification,
 )
-from wrapper.patch_id import compute_patch_id, fetch_pr_refs
+from wrapper.patch_id import BASE_REF_PREFIX, compute_patch_id, fetch_pr_refs
 from wrapper.prompt import PromptInput, render_prompt
 from wrapper.reviewer import run_reviewer
+from wrapper.roster_review import load_base_roster, run_roster_review
 
 log = logging.getLogger("kdev.review")
 
@@ -395,28 +396,44 @@ def run_leg(
     worktree = scratch / "worktree"
     try:
         git.worktree_add(worktree, req.head_sha)
-        prompt = render_prompt(
-            PromptInput(
-                repo=req.repo,
-                pr=req.pr,
-                title=pr.title,
-                body=pr.body,
-                author=req.author or pr.user_login,
-                base=pr.base_ref,
-                head_sha=req.head_sha,
-                diff=diff,
-                pr_url=pr_url,
-            ),
-            ctx.config.prompt_template,
+        data = PromptInput(
+            repo=req.repo,
+            pr=req.pr,
+            title=pr.title,
+            body=pr.body,
+            author=req.author or pr.user_login,
+            base=pr.base_ref,
+            head_sha=req.head_sha,
+            diff=diff,
+            pr_url=pr_url,
         )
-        result = run_reviewer(
-            reviewer,
-            prompt,
-            worktree,
-            ctx.environ,
-            extra_env_names=ctx.config.reviewer_env,
-            transport=ctx.reviewer_transport,
-        )
+        if reviewer.roster:
+            roster, blocks = load_base_roster(git, f"{BASE_REF_PREFIX}{pr.base_ref}", diff)
+            for warning in roster.warnings:
+                log.warning("roster: %s", warning)
+            log.info("%s #%s: %s", req.repo, req.pr, roster.summary)
+            result = run_roster_review(
+                backend=reviewer,
+                roster=roster,
+                blocks=blocks,
+                data=data,
+                worktree=worktree,
+                ledger=ctx.ledger,
+                max_parallel=ctx.config.budgets.max_concurrent_legs_per_repo,
+                environ=ctx.environ,
+                extra_env_names=ctx.config.reviewer_env,
+                transport=ctx.reviewer_transport,
+                template_path=ctx.config.prompt_template,
+            )
+        else:
+            result = run_reviewer(
+                reviewer,
+                render_prompt(data, ctx.config.prompt_template),
+                worktree,
+                ctx.environ,
+                extra_env_names=ctx.config.reviewer_env,
+                transport=ctx.reviewer_transport,
+            )
         record = VerdictRecord(
             verdict=result.verdict,
             pr_url=pr_url,

@@ -96,6 +96,8 @@ class SimCore:
         self._reviews: list[Review] = []
         self._check_runs: list[CheckRun] = []
         self._statuses: list[CommitStatus] = []
+        self._resolved_threads: set[int] = set()  # root review comment ids
+        self._minimized: dict[int, str] = {}  # comment id -> classifier
         self._tokens: dict[str, TokenInfo] = {}
         self._anonymous_buckets: dict[str, RateBucket] = {}
         self._faults: list[Fault] = []
@@ -389,6 +391,17 @@ class SimCore:
             if sha is None:
                 raise GhsimError(f"{repo} has no commit {ref}")
             return sha
+
+    def thread_resolved(self, repo: str, comment_id: int) -> bool:
+        """Whether the review thread rooted at (or containing) ``comment_id`` is resolved."""
+        with self.lock:
+            c = self.get_comment(repo, comment_id)
+            return (c.in_reply_to_id or c.id) in self._resolved_threads
+
+    def minimized(self, repo: str, comment_id: int) -> str | None:
+        """The ``minimizeComment`` classifier of a comment (None: not minimized)."""
+        with self.lock:
+            return self._minimized.get(self.get_comment(repo, comment_id).id)
 
     def check_runs_for(self, repo: Repo, sha: str) -> list[CheckRun]:
         return [r for r in self._check_runs if r.repo is repo and r.head_sha == sha]

@@ -1,0 +1,503 @@
+"""Reviewer rosters: ``AGENT-REVIEWERS.md`` files, merged with the default reviewers.
+
+Pure functions over file texts; the only I/O is :func:`read_roster_files` (a directory
+walk, for ``kdev roster``). Markdown is parsed with markdown-it-py (CommonMark); only
+top-level headings count (a heading inside a list or blockquote is body text).
+
+An ``AGENT-REVIEWERS.md`` may sit in any directory. In it:
+
+- every H2 under the ``# Agents`` H1 is a reviewer: its name is the heading text
+  (``[A-Za-z0-9][A-Za-z0-9._-]*``), its instructions the body up to the next H1/H2;
+- every other H1 section is *context* handed to the reviewers it applies to;
+- a ``# Configuration`` H1 in the ROOT file holds exactly one fenced JSON block
+  (:func:`parse_configuration`); in any other file it is warned about and ignored.
+
+Scoping: for each changed file, the roster files from its directory up to the root
+apply; the defaults sit at the root. On a name collision the lower directory wins, and
+a reviewer only ever sees changed files under its own directory. A reviewer runs when
+it wins at least one changed file.
+
+Problems are :class:`~wrapper.errors.ConfigError` with one-line messages naming the file:
+``roster_config_error`` (the configuration block) and ``invalid_roster`` (an agents
+section: a bad or duplicate name). Warnings are returned as one-line strings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from markdown_it import MarkdownIt
+
+from wrapper.errors import ConfigError
+
+ROSTER_FILE = "AGENT-REVIEWERS.md"
+ROSTER_CONFIG_ERROR = "roster_config_error"
+INVALID_ROSTER = "invalid_roster"
+UNCERTAIN_ACTIONS = ("post_with_annotation", "post_silently", "drop")
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_CONFIG_KEYS = frozenset({"disabled", "overlap_acknowledged", "independent_validator"})
+_VALIDATOR_KEYS = frozenset({"enabled", "skip_for", "uncertain_action"})
+
+DEFAULT_REVIEWERS: dict[str, str] = {
+    "code-reviewer": (
+        "Review the change for correctness: logic errors, broken edge cases, wrong API "
+        "use, races, resource leaks and regressions in behaviour callers rely on. Point "
+        "at the exact lines and say what goes wrong and when."
+    ),
+    "silent-failure-hunter": (
+        "Hunt for failures that pass silently: swallowed exceptions, broad except "
+        "clauses, ignored return codes, fallbacks that hide errors, missing logging on "
+        "error paths, and defaults that turn a failure into wrong data."
+    ),
+    "pr-test-analyzer": (
+        "Judge the tests of the change: is every new behaviour and failure path "
+        "covered, do the tests assert outcomes rather than implementation details, and "
+        "which missing test would most likely catch a real bug."
+    ),
+    "comment-analyzer": (
+        "Check comments and docstrings against the code: stale or wrong statements, "
+        "comments that restate the code instead of saying why, and public functions "
+        "whose contract is not written down."
+    ),
+    "type-design-analyzer": (
+        "Review the types the change introduces or alters: do they make invalid states "
+        "unrepresentable, are invariants enforced at construction, are names precise, "
+        "and is anything typed looser than it needs to be."
+    ),
+    "code-simplifier": (
+        "Look for needless complexity: duplicated logic, dead code, abstractions with "
+        "one user, deep nesting and long functions that a simpler shape would make "
+        "easier to read, without changing behaviour."
+    ),
+}
+"""The default reviewers (name -> instructions); they sit at the root of the checkout."""
+
+Kind = Literal["default", "override", "user"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One H1 context section of a roster file."""
+
+    source: str  # the roster file's path, e.g. "plugins/AGENT-REVIEWERS.md"
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class DeclaredReviewer:
+    """An H2 under ``# Agents``."""
+
+    name: str
+    instructions: str
+    source: str  # the roster file's path
+
+
+@dataclass(frozen=True)
+class RosterFile:
+    """One parsed ``AGENT-REVIEWERS.md``."""
+
+    path: str  # relative, "/"-separated
+    directory: str  # "" for the root
+    reviewers: tuple[DeclaredReviewer, ...]
+    context: tuple[Section, ...]
+    configuration: str | None  # the raw ``# Configuration`` section, if any
+
+
+@dataclass(frozen=True)
+class IndependentValidator:
+    """``independent_validator`` of the configuration (parsed and reported only)."""
+
+    enabled: bool = False
+    skip_for: tuple[str, ...] = ()
+    uncertain_action: str = "post_with_annotation"
+
+
+@dataclass(frozen=True)
+class RosterConfig:
+    """The root file's ``# Configuration`` block."""
+
+    disabled: tuple[str, ...] = ()
+    overlap_acknowledged: tuple[dict[str, Any], ...] = ()
+    independent_validator: IndependentValidator = field(default_factory=IndependentValidator)
+
+
+@dataclass(frozen=True)
+class RosterReviewer:
+    """One reviewer of the merged roster, with what it sees."""
+
+    name: str
+    kind: Kind  # default | override (a user reviewer named like a default) | user
+    scope: str  # its directory, "" for the root
+    source: str  # "default" or the roster file's path
+    instructions: str
+    changed_files: tuple[str, ...]
+    context: tuple[Section, ...]  # the context sections applying to its changed files
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "scope": self.scope or ".",
+            "source": self.source,
+            "instructions": self.instructions,
+            "changed_files": list(self.changed_files),
+            "context": [{"source": s.source, "title": s.title} for s in self.context],
+        }
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The merged roster for one change."""
+
+    reviewers: tuple[RosterReviewer, ...]
+    config: RosterConfig
+    warnings: tuple[str, ...]
+
+    @property
+    def summary(self) -> str:
+        """``Spawning N reviewers: A defaults + B user overrides (names) + C user
+        reviewers (names)``; parts with a count of zero are left out."""
+        return spawning_summary(self.reviewers)
+
+    def to_json(self) -> dict[str, Any]:
+        validator = self.config.independent_validator
+        return {
+            "summary": self.summary,
+            "reviewers": [r.to_json() for r in self.reviewers],
+            "config": {
+                "disabled": list(self.config.disabled),
+                "overlap_acknowledged": list(self.config.overlap_acknowledged),
+                "independent_validator": {
+                    "enabled": validator.enabled,
+                    "skip_for": list(validator.skip_for),
+                    "uncertain_action": validator.uncertain_action,
+                },
+            },
+            "warnings": list(self.warnings),
+        }
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def spawning_summary(reviewers: Iterable[RosterReviewer]) -> str:
+    """The one-line summary of ``reviewers``, e.g. ``Spawning 6 reviewers: 4 defaults +
+    1 user override (code-reviewer) + 1 user reviewer (pci-auditor)``."""
+    listed = list(reviewers)
+    parts: list[str] = []
+    kinds = (("default", "default"), ("override", "user override"), ("user", "user reviewer"))
+    for kind, word in kinds:
+        group = [r for r in listed if r.kind == kind]
+        if not group:
+            continue
+        part = _plural(len(group), word)
+        if kind != "default":
+            part += f" ({', '.join(dict.fromkeys(r.name for r in group))})"
+        parts.append(part)
+    head = f"Spawning {_plural(len(listed), 'reviewer')}"
+    return f"{head}: {' + '.join(parts)}" if parts else head
+
+
+# --- parsing -------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark")
+
+
+def _directory_of(path: str) -> str:
+    parent = path.rpartition("/")[0]
+    return parent
+
+
+def parse_roster_file(path: str, text: str) -> tuple[RosterFile, list[str]]:
+    """Parse one ``AGENT-REVIEWERS.md`` at relative ``path``; returns it and warnings.
+
+    Raises ``ConfigError invalid_roster`` for a reviewer name that is not
+    ``[A-Za-z0-9][A-Za-z0-9._-]*`` or appears twice in the file.
+    """
+    lines = text.splitlines()
+    tokens = _parser().parse(text)
+    # (level, title, first line of the heading, first line after it), top level only.
+    headings: list[tuple[int, str, int, int]] = []
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.level == 0 and token.tag in ("h1", "h2"):
+            assert token.map is not None
+            title = tokens[index + 1].content.strip()
+            headings.append((int(token.tag[1]), title, token.map[0], token.map[1]))
+    warnings: list[str] = []
+    reviewers: list[DeclaredReviewer] = []
+    context: list[Section] = []
+    configuration: str | None = None
+    h1s = [h for h in headings if h[0] == 1]
+    for position, (_, title, start, body_start) in enumerate(h1s):
+        end = h1s[position + 1][2] if position + 1 < len(h1s) else len(lines)
+        key = title.casefold()
+        if key == "agents":
+            subs = [h for h in headings if h[0] == 2 and start < h[2] < end]
+            for number, (_, name, _, sub_body) in enumerate(subs):
+                sub_end = subs[number + 1][2] if number + 1 < len(subs) else end
+                if not _NAME.match(name):
+                    raise ConfigError(
+                        f"{path}: reviewer name {name!r} must match {_NAME.pattern}",
+                        INVALID_ROSTER,
+                    )
+                if any(r.name == name for r in reviewers):
+                    raise ConfigError(
+                        f"{path}: reviewer {name!r} is declared twice", INVALID_ROSTER
+                    )
+                instructions = "\n".join(lines[sub_body:sub_end]).strip()
+                if not instructions:
+                    warnings.append(f"{path}: reviewer {name!r} has no instructions")
+                reviewers.append(DeclaredReviewer(name, instructions, path))
+        elif key == "configuration":
+            configuration = "\n".join(lines[start:end])
+        else:
+            context.append(Section(path, title, "\n".join(lines[body_start:end]).strip()))
+    roster = RosterFile(
+        path=path,
+        directory=_directory_of(path),
+        reviewers=tuple(reviewers),
+        context=tuple(context),
+        configuration=configuration,
+    )
+    return roster, warnings
+
+
+def _config_error(path: str, problem: str) -> ConfigError:
+    return ConfigError(f"{path}: # Configuration: {problem}", ROSTER_CONFIG_ERROR)
+
+
+def parse_configuration(path: str, section: str) -> tuple[RosterConfig, list[str]]:
+    """The ``# Configuration`` section of the root file: exactly one fenced JSON block
+    holding an object. Raises ``ConfigError roster_config_error`` for: no or several
+    fenced blocks, invalid JSON, a non-object, ``disabled`` not a list of names, an
+    ``overlap_acknowledged`` entry that is not an object with a non-empty ``reason``,
+    ``independent_validator`` not an object, ``enabled`` not a boolean, ``skip_for`` not
+    an array of strings, ``uncertain_action`` not one of :data:`UNCERTAIN_ACTIONS`.
+    Unknown keys (top level or nested) and unknown names in ``disabled`` are warnings.
+    """
+    fences = [t for t in _parser().parse(section) if t.type == "fence"]
+    if len(fences) != 1:
+        raise _config_error(path, f"expected exactly one fenced JSON block, found {len(fences)}")
+    try:
+        data = json.loads(fences[0].content)
+    except json.JSONDecodeError as exc:
+        raise _config_error(path, f"invalid JSON: {exc.msg} (line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise _config_error(path, "the JSON block must be an object")
+    warnings = [
+        f"{path}: # Configuration: unknown key {key!r} ignored"
+        for key in data
+        if key not in _CONFIG_KEYS
+    ]
+
+    disabled = data.get("disabled", [])
+    if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
+        raise _config_error(path, "disabled must be an array of reviewer names")
+    warnings += [
+        f"{path}: # Configuration: disabled names unknown default reviewer {name!r}"
+        for name in disabled
+        if name not in DEFAULT_REVIEWERS
+    ]
+
+    overlaps = data.get("overlap_acknowledged", [])
+    if not isinstance(overlaps, list):
+        raise _config_error(path, "overlap_acknowledged must be an array")
+    for number, entry in enumerate(overlaps):
+        if not isinstance(entry, dict):
+            raise _config_error(path, f"overlap_acknowledged[{number}] must be an object")
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise _config_error(path, f"overlap_acknowledged[{number}] has no reason")
+
+    raw = data.get("independent_validator", {})
+    if not isinstance(raw, dict):
+        raise _config_error(path, "independent_validator must be an object")
+    warnings += [
+        f"{path}: # Configuration: unknown key independent_validator.{key} ignored"
+        for key in raw
+        if key not in _VALIDATOR_KEYS
+    ]
+    enabled = raw.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise _config_error(path, "independent_validator.enabled must be a boolean")
+    skip_for = raw.get("skip_for", [])
+    if not isinstance(skip_for, list) or not all(isinstance(s, str) for s in skip_for):
+        raise _config_error(path, "independent_validator.skip_for must be an array of strings")
+    action = raw.get("uncertain_action", "post_with_annotation")
+    if action not in UNCERTAIN_ACTIONS:
+        raise _config_error(
+            path,
+            f"independent_validator.uncertain_action must be one of "
+            f"{'|'.join(UNCERTAIN_ACTIONS)}, got {action!r}",
+        )
+    config = RosterConfig(
+        disabled=tuple(disabled),
+        overlap_acknowledged=tuple(overlaps),
+        independent_validator=IndependentValidator(enabled, tuple(skip_for), action),
+    )
+    return config, warnings
+
+
+# --- merging -------------------------------------------------------------------------
+
+
+def _ancestors(path: str) -> list[str]:
+    """The directories of ``path`` from the root ("") down to its own directory."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:depth]) for depth in range(len(parts) + 1)]
+
+
+def build_roster(files: Mapping[str, str], changed: Iterable[str]) -> Roster:
+    """The merged roster for ``changed`` files, given ``files`` (relative path of each
+    ``AGENT-REVIEWERS.md`` -> its text). See the module doc for the rules.
+
+    Order: defaults (in :data:`DEFAULT_REVIEWERS` order), then user reviewers from the
+    root down, each directory in file order. Raises ConfigError as the parsers do.
+    """
+    warnings: list[str] = []
+    parsed: dict[str, RosterFile] = {}
+    for path in sorted(files):
+        if path.rpartition("/")[2] != ROSTER_FILE:
+            continue
+        roster_file, file_warnings = parse_roster_file(path, files[path])
+        warnings += file_warnings
+        parsed[roster_file.directory] = roster_file
+    config = RosterConfig()
+    root = parsed.get("")
+    if root is not None and root.configuration is not None:
+        config, config_warnings = parse_configuration(root.path, root.configuration)
+        warnings += config_warnings
+    for directory, roster_file in parsed.items():
+        if directory and roster_file.configuration is not None:
+            warnings.append(
+                f"{roster_file.path}: # Configuration is only read from the root file; ignored"
+            )
+
+    # Candidates by (scope, name), in output order.
+    candidates: dict[tuple[str, str], tuple[Kind, str, str]] = {}
+    for name, instructions in DEFAULT_REVIEWERS.items():
+        if name not in config.disabled:
+            candidates[("", name)] = ("default", "default", instructions)
+    for directory in sorted(parsed, key=lambda d: (d.count("/") + bool(d), d)):
+        for declared in parsed[directory].reviewers:
+            kind: Kind = "override" if declared.name in DEFAULT_REVIEWERS else "user"
+            candidates.pop((directory, declared.name), None)
+            candidates[(directory, declared.name)] = (
+                kind,
+                declared.source,
+                declared.instructions,
+            )
+
+    assigned: dict[tuple[str, str], list[str]] = {key: [] for key in candidates}
+    contexts: dict[tuple[str, str], dict[Section, None]] = {key: {} for key in candidates}
+    for path in dict.fromkeys(changed):
+        winners: dict[str, tuple[str, str]] = {}
+        sections: list[Section] = []
+        for directory in _ancestors(path):
+            if directory in parsed:
+                sections += parsed[directory].context
+            for scope, name in candidates:
+                if scope == directory:
+                    winners[name] = (scope, name)
+        for key in winners.values():
+            assigned[key].append(path)
+            contexts[key].update(dict.fromkeys(sections))
+
+    reviewers = tuple(
+        RosterReviewer(
+            name=name,
+            kind=kind,
+            scope=scope,
+            source=source,
+            instructions=instructions,
+            changed_files=tuple(assigned[(scope, name)]),
+            context=tuple(contexts[(scope, name)]),
+        )
+        for (scope, name), (kind, source, instructions) in candidates.items()
+        if assigned[(scope, name)]
+    )
+    return Roster(reviewers=reviewers, config=config, warnings=tuple(warnings))
+
+
+# --- diffs and findings ----------------------------------------------------------------
+
+
+def _diff_path(block: list[str]) -> str | None:
+    for line in block:
+        if line.startswith("+++ b/"):
+            return line[6:]
+    for line in block:
+        if line.startswith("--- a/"):
+            return line[6:]
+    rest = block[0][len("diff --git ") :]
+    half = (len(rest) - 5) // 2
+    if rest.startswith("a/") and rest[2 + half : 5 + half] == " b/":
+        return rest[5 + half :]
+    return None
+
+
+def split_diff(diff: str) -> dict[str, str]:
+    """``git diff`` output split per file: path (the new path; the old one for a
+    deletion) -> that file's whole block, header included, in diff order."""
+    blocks: list[list[str]] = []
+    for line in diff.splitlines(keepends=True):
+        if line.startswith("diff --git ") or not blocks:
+            blocks.append([])
+        blocks[-1].append(line)
+    result: dict[str, str] = {}
+    for block in blocks:
+        if not block[0].startswith("diff --git "):
+            continue
+        path = _diff_path([line.rstrip("\n") for line in block])
+        if path is not None:
+            result[path] = "".join(block)
+    return result
+
+
+_SEVERE = re.compile(
+    r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\[P[12]\]|\*\*P[12]\*\*|P[12]\b)"
+    r"|^\s*VERDICT:\s*REQUEST_CHANGES\s*$",
+    re.MULTILINE,
+)
+
+
+def has_blocking_finding(output: str) -> bool:
+    """True when a reviewer's ``output`` has a P1/P2 finding or asks for changes.
+
+    A finding is a line that starts (after optional whitespace and a list marker such as
+    ``-``, ``*`` or ``1.``) with ``P1``/``P2`` as a word, ``[P1]``/``[P2]`` or
+    ``**P1**``/``**P2**``; or the reviewer's own ``VERDICT: REQUEST_CHANGES`` line.
+    A ``P1`` in the middle of a sentence is not a finding.
+    """
+    return _SEVERE.search(output) is not None
+
+
+# --- I/O edge ------------------------------------------------------------------------
+
+
+def read_roster_files(root: Path) -> dict[str, str]:
+    """Every ``AGENT-REVIEWERS.md`` under ``root`` (``.git`` skipped, symlinks not
+    followed): relative "/"-separated path -> text (UTF-8, undecodable bytes replaced)."""
+    found: dict[str, str] = {}
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d != ".git")
+        if ROSTER_FILE in names:
+            path = Path(directory) / ROSTER_FILE
+            if path.is_symlink():
+                continue
+            relative = path.relative_to(root).as_posix()
+            found[relative] = path.read_bytes().decode("utf-8", "replace")
+    return found
