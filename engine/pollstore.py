@@ -85,6 +85,48 @@ class PollOutcome:
     open_prs: list[int] | None = None
 
 
+def _insert_once(session: Session, row: PollClaim | TriggerKey) -> bool:
+    """Insert-or-ignore on a unique key: False (and nothing written) if it exists."""
+    savepoint = session.begin_nested()
+    try:
+        session.add(row)
+        session.flush()
+    except IntegrityError:
+        savepoint.rollback()
+        return False
+    savepoint.commit()
+    return True
+
+
+def _event_run(
+    session: Session,
+    row: Schedule,
+    context: dict[str, Any],
+    argv: list[str] | None,
+    status: RunStatus,
+    reason: str | None,
+    owner: str,
+    now: datetime,
+) -> ScheduleRun:
+    """The run row of one claimed event (``running``, or already final when refused)."""
+    run = ScheduleRun(
+        schedule_id=row.id,
+        schedule_name=row.name,
+        trigger_context=context,
+        argv=argv,
+        status=status.value,
+        reason=reason,
+        engine_id=owner,
+        started_at=now,
+        finished_at=None if status is RunStatus.RUNNING else now,
+        stdout_tail="",
+        stderr_tail="",
+    )
+    session.add(run)
+    session.flush()
+    return run
+
+
 class PollStore:
     """Poll-specific statements over a :class:`engine.store.Store`'s database."""
 
@@ -209,33 +251,13 @@ class PollStore:
             row = session.get(Schedule, ticket.schedule_id, with_for_update=True)
             if row is None:
                 raise NotFound(f"schedule {ticket.schedule_name} was removed", "schedule_not_found")
-            savepoint = session.begin_nested()
-            try:
-                claim = PollClaim(
-                    schedule_id=row.id, pr_number=pr_number, occurred_at=occurred_at, created_at=now
-                )
-                session.add(claim)
-                session.flush()
-            except IntegrityError:
-                savepoint.rollback()
-                return None
-            savepoint.commit()
-            finished = status is not RunStatus.RUNNING
-            run = ScheduleRun(
-                schedule_id=row.id,
-                schedule_name=row.name,
-                trigger_context=context,
-                argv=argv,
-                status=status.value,
-                reason=reason,
-                engine_id=owner,
-                started_at=now,
-                finished_at=now if finished else None,
-                stdout_tail="",
-                stderr_tail="",
+            claim = PollClaim(
+                schedule_id=row.id, pr_number=pr_number, occurred_at=occurred_at, created_at=now
             )
-            session.add(run)
-            session.flush()
+            if not _insert_once(session, claim):
+                return None
+            finished = status is not RunStatus.RUNNING
+            run = _event_run(session, row, context, argv, status, reason, owner, now)
             claim.run_id = run.id
             state = self._state(session, row.id, lock=True)
             if cursor_to is not None and (state.cursor_at is None or cursor_to > state.cursor_at):
@@ -284,31 +306,11 @@ class PollStore:
                 )
             ):
                 return None
-            savepoint = session.begin_nested()
-            try:
-                key = TriggerKey(schedule_id=row.id, dedupe_key=dedupe_key, created_at=now)
-                session.add(key)
-                session.flush()
-            except IntegrityError:
-                savepoint.rollback()
+            key = TriggerKey(schedule_id=row.id, dedupe_key=dedupe_key, created_at=now)
+            if not _insert_once(session, key):
                 return None
-            savepoint.commit()
             finished = status is not RunStatus.RUNNING
-            run = ScheduleRun(
-                schedule_id=row.id,
-                schedule_name=row.name,
-                trigger_context=context,
-                argv=argv,
-                status=status.value,
-                reason=reason,
-                engine_id=owner,
-                started_at=now,
-                finished_at=now if finished else None,
-                stdout_tail="",
-                stderr_tail="",
-            )
-            session.add(run)
-            session.flush()
+            run = _event_run(session, row, context, argv, status, reason, owner, now)
             key.run_id = run.id
             state = self._state(session, row.id, lock=True)
             if not finished:

@@ -24,7 +24,6 @@ import tempfile
 from pathlib import Path
 
 from wrapper.comments import post_comment
-from wrapper.config import check_repo
 from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.git import Git
 from wrapper.notify import failure_notification
@@ -35,12 +34,9 @@ from wrapper.review import (
     ReviewReport,
     ReviewRequest,
     _notify,
-    check_comment_id,
+    admit,
     defer,
-    fork_gate,
-    is_self_comment,
     over_budget,
-    read_metadata,
 )
 from wrapper.reviewer import run_reviewer_text
 
@@ -51,29 +47,15 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     """Describe ``req.pr`` and post the description as one comment (see the module doc).
 
     ``req.head_sha`` empty means "the PR's current head"."""
-    check_repo(req.repo)
-    if req.pr < 1:
-        raise ConfigError(f"--pr must be a positive integer, got {req.pr}", "invalid_pr")
-    check_comment_id(req.comment_id)
     if ctx.config.mention_handle is None:
         raise ConfigError(
             "kdev describe-pr posts a comment: set mention_handle in KDEV_CONFIG",
             "invalid_config",
         )
-    if is_self_comment(ctx, req.repo, req.comment_id):
-        return ReviewReport(
-            Outcome.SKIPPED_SELF_COMMENT,
-            req.repo,
-            req.pr,
-            req.head_sha,
-            detail=f"comment {req.comment_id} was posted by kdev",
-        )
-    pr = read_metadata(ctx, req)
-    skip = fork_gate(ctx, req.repo, req.pr, pr, req.comment_id)
-    if skip is not None or pr is None:
-        return ReviewReport(
-            Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=skip or "unreadable"
-        )
+    admitted = admit(req, ctx)
+    if isinstance(admitted, ReviewReport):
+        return admitted
+    pr = admitted
     head_sha = req.head_sha or pr.head_sha
     req = ReviewRequest(
         repo=req.repo,

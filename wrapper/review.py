@@ -298,14 +298,15 @@ def over_budget(
     )
 
 
-def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
-    """Run the D5 workflow for one fired event (see the module doc)."""
+def admit(req: ReviewRequest, ctx: ReviewContext) -> PullRequest | ReviewReport:
+    """Steps 0 and 1, shared with ``describe-pr``: argument checks, the self-loop closure
+    (a comment kdev posted never summons it) and the fork backstop (metadata only; anything
+    but a provable same-repo PR is skipped unless an allowlisted maintainer's comment,
+    re-read here, asked for it). Returns the PR's metadata, or the skip decision."""
     check_repo(req.repo)
     if req.pr < 1:
         raise ConfigError(f"--pr must be a positive integer, got {req.pr}", "invalid_pr")
     check_comment_id(req.comment_id)
-
-    # 0. Self-loop closure: a comment kdev posted never summons a review.
     if is_self_comment(ctx, req.repo, req.comment_id):
         return ReviewReport(
             Outcome.SKIPPED_SELF_COMMENT,
@@ -314,15 +315,22 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
             req.head_sha,
             detail=f"comment {req.comment_id} was posted by kdev",
         )
-
-    # 1. Fork backstop: metadata only; anything but a provable same-repo PR is skipped,
-    #    unless an allowlisted maintainer's comment (re-read here) asked for it.
     pr = read_metadata(ctx, req)
     skip = fork_gate(ctx, req.repo, req.pr, pr, req.comment_id)
     if skip is not None or pr is None:
         return ReviewReport(
             Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=skip or "unreadable"
         )
+    return pr
+
+
+def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
+    """Run the D5 workflow for one fired event (see the module doc)."""
+    # 0-1. Self-loop closure and fork backstop.
+    admitted = admit(req, ctx)
+    if isinstance(admitted, ReviewReport):
+        return admitted
+    pr = admitted
     pr_url = req.pr_url or pr.html_url
 
     # 2. Patch-id of base...head (the head as fired, if it was fetched).
