@@ -1080,17 +1080,18 @@ class GitHubClient:
         return data
 
     def _send_post(self, url: str, payload: dict[str, Any]) -> httpx.Response:
-        where = self._where(url)
+        """One paced POST of ``payload``; returns a 200/201 response, else raises."""
+        where = f"POST {self._where(url)}"
         self.pacer.acquire()
         try:
             response = self._http.post(url, json=payload)
         except httpx.TransportError as exc:
             raise self._fail(
-                f"no complete answer from GitHub for POST {where}: {type(exc).__name__}: {exc}",
+                f"no complete answer from GitHub for {where}: {type(exc).__name__}: {exc}",
                 NETWORK_ERROR,
             ) from None
         except httpx.HTTPError as exc:
-            raise self._fail(f"POST {where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
+            raise self._fail(f"{where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
         if response.status_code not in (200, 201):
             raise self._status_error(response, where)
         return response
@@ -1102,7 +1103,7 @@ class GitHubClient:
     ) -> httpx.Response:
         """One paced GET (a POST of ``json_body`` when given); returns a 200 (or a 304 when
         ``etag`` was sent), else raises."""
-        where = self._where(url)
+        where = f"{'POST' if json_body is not None else 'GET'} {self._where(url)}"
         self.pacer.acquire()
         headers = {"If-None-Match": etag} if etag else None
         try:
@@ -1112,13 +1113,13 @@ class GitHubClient:
                 response = self._http.get(url, headers=headers)
         except httpx.TransportError as exc:
             raise self._fail(
-                f"no complete answer from GitHub for GET {where}: {type(exc).__name__}: {exc}",
+                f"no complete answer from GitHub for {where}: {type(exc).__name__}: {exc}",
                 NETWORK_ERROR,
             ) from None
         except httpx.DecodingError as exc:
-            raise self._fail(f"GET {where}: undecodable body: {exc}", MALFORMED_PAYLOAD) from None
+            raise self._fail(f"{where}: undecodable body: {exc}", MALFORMED_PAYLOAD) from None
         except httpx.HTTPError as exc:
-            raise self._fail(f"GET {where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
+            raise self._fail(f"{where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
         status = response.status_code
         if status == 200 or (status == 304 and etag):
             return response
@@ -1127,7 +1128,7 @@ class GitHubClient:
     def _status_error(self, response: httpx.Response, where: str) -> GitHubError:
         status, headers = response.status_code, response.headers
         text = self._error_text(response)
-        said = f"GitHub answered {status} for GET {where}: {text}"
+        said = f"GitHub answered {status} for {where}: {text}"
         if status == 401:
             return self._fail(said, AUTH_ERROR, status=status)
         if status in (403, 429):
@@ -1258,19 +1259,7 @@ class GitHubClient:
         if not isinstance(body, str) or not body:
             raise InvalidInput("a comment body is a non-empty string", "invalid_body")
         url = f"{self.api_url}/repos/{repo}/issues/{number}/comments"
-        where = self._where(url)
-        self.pacer.acquire()
-        try:
-            response = self._http.post(url, json={"body": body})
-        except httpx.TransportError as exc:
-            raise self._fail(
-                f"no complete answer from GitHub for POST {where}: {type(exc).__name__}: {exc}",
-                NETWORK_ERROR,
-            ) from None
-        except httpx.HTTPError as exc:
-            raise self._fail(f"POST {where}: {type(exc).__name__}: {exc}", HTTP_ERROR) from None
-        if response.status_code not in (200, 201):
-            raise self._status_error(response, where)
+        response = self._send_post(url, {"body": body})
         return self._json(response, dict, url)
 
 

@@ -103,6 +103,7 @@ def test_pull_graph_translates_http_errors_like_rest(sim: GitHubSim, client: Git
     with pytest.raises(GitHubError) as caught:
         client.pull_graph(REPO, pr.number)
     assert caught.value.reason == "server_error"
+    assert "for POST " in caught.value.message  # the method actually sent
     sim.inject_fault("POST", r"^/graphql$", truncate=True)
     with pytest.raises(GitHubError) as caught:
         client.pull_graph(REPO, pr.number)
