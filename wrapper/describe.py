@@ -19,23 +19,18 @@ It never edits the PR body. It shares review-pr's gates and sandbox:
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
 from wrapper.comments import post_comment
-from wrapper.errors import ConfigError, KdevError, Outcome
+from wrapper.errors import ConfigError, Outcome
 from wrapper.git import Git
-from wrapper.notify import failure_notification
 from wrapper.patch_id import compute_patch_id, fetch_pr_refs
 from wrapper.prompt import PromptInput, render_describe_prompt
 from wrapper.review import (
     ReviewContext,
     ReviewReport,
     ReviewRequest,
-    _notify,
     admit,
     defer,
+    leg_worktree,
     over_budget,
 )
 from wrapper.reviewer import run_reviewer_text
@@ -121,13 +116,7 @@ def _describe_leg(
     patch_id: str,
     data: PromptInput,
 ) -> ReviewReport:
-    reviewer = ctx.config.reviewer
-    if reviewer is None:
-        raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
-    scratch = Path(tempfile.mkdtemp(prefix=f"kdev-describe-pr{req.pr}-"))
-    worktree = scratch / "worktree"
-    try:
-        git.worktree_add(worktree, req.head_sha)
+    with leg_worktree(ctx, req, git, pr_url, f"kdev-describe-pr{req.pr}-") as (reviewer, worktree):
         prompt = render_describe_prompt(data, ctx.config.describe_template)
         output = run_reviewer_text(
             reviewer,
@@ -148,17 +137,6 @@ def _describe_leg(
             f"{header}\n\n{output.strip()}\n",
             "describe",
         )
-    except KdevError as exc:
-        _notify(
-            ctx,
-            failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
-        )
-        raise
-    finally:
-        try:
-            git.worktree_remove(worktree)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
     return ReviewReport(
         Outcome.DESCRIBED,
         req.repo,

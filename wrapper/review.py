@@ -25,7 +25,8 @@ import logging
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,7 +37,7 @@ import httpx
 from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
 from wrapper.budget import decide_budget
 from wrapper.comments import post_comment, review_comment_text
-from wrapper.config import KdevConfig, check_repo
+from wrapper.config import CommandReviewer, KdevConfig, OpenAIReviewer, check_repo
 from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.git import Git
 from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, VerdictRecord
@@ -387,6 +388,35 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
             return run_leg(ctx, req, pr, pr_url, git, patch_id, info.diff)
 
 
+@contextmanager
+def leg_worktree(
+    ctx: ReviewContext, req: ReviewRequest, git: Git, pr_url: str, prefix: str
+) -> Iterator[tuple[CommandReviewer | OpenAIReviewer, Path]]:
+    """The configured reviewer and a disposable worktree of ``req.head_sha`` for one leg.
+
+    A wrapper failure inside the block sends the FAILURE notice and propagates; the
+    worktree is pruned on every path (shared by review-pr and describe-pr)."""
+    reviewer = ctx.config.reviewer
+    if reviewer is None:
+        raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    worktree = scratch / "worktree"
+    try:
+        git.worktree_add(worktree, req.head_sha)
+        yield reviewer, worktree
+    except KdevError as exc:
+        _notify(
+            ctx,
+            failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
+        )
+        raise
+    finally:
+        try:
+            git.worktree_remove(worktree)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
 def run_leg(
     ctx: ReviewContext,
     req: ReviewRequest,
@@ -397,13 +427,7 @@ def run_leg(
     diff: str,
 ) -> ReviewReport:
     """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune."""
-    reviewer = ctx.config.reviewer
-    if reviewer is None:
-        raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
-    scratch = Path(tempfile.mkdtemp(prefix=f"kdev-pr{req.pr}-"))
-    worktree = scratch / "worktree"
-    try:
-        git.worktree_add(worktree, req.head_sha)
+    with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
         data = PromptInput(
             repo=req.repo,
             pr=req.pr,
@@ -466,17 +490,6 @@ def run_leg(
             ),
         )
         ctx.ledger.clear_deferred(req.repo, req.pr, req.head_sha)
-    except KdevError as exc:
-        _notify(
-            ctx,
-            failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
-        )
-        raise
-    finally:
-        try:
-            git.worktree_remove(worktree)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
     _notify(
         ctx, verdict_notification(req.repo, req.pr, result.verdict, pr_url, req.head_sha, str(path))
     )
