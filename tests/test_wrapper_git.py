@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.ghsim import GitHubSim
 from wrapper.errors import ConfigError, FetchError, KdevError, WorktreeError
 from wrapper.git import Git, redact_credentials
 from wrapper.patch_id import PatchInfo, compute_patch_id, fetch_pr_refs
@@ -426,3 +428,29 @@ def test_a_base_branch_with_slashes_is_fetched(world: World) -> None:
     base_ref, head_ref = fetch_pr_refs(git, "release/1.x", 1)
     assert base_ref == "refs/kdev/base/release/1.x"
     assert compute_patch_id(git, base_ref, head_ref).head_sha == head
+
+
+def test_concurrent_fetches_in_one_checkout_all_succeed(tmp_path: Path) -> None:
+    """The engine fires events in parallel and every kdev run fetches into the same
+    checkout; unserialised, most of these fetches fail with "cannot lock ref"."""
+    failures: list[str] = []
+    with GitHubSim(tmp_path / "github") as sim:
+        sim.create_repo("o/r", files={"a": "1\n"})
+        prs = [sim.open_pr("o/r", f"b{i}", {f"f{i}": "x\n"}).number for i in range(6)]
+        checkout = tmp_path / "checkout"
+        subprocess.run(["git", "clone", "-q", str(sim.repo_path("o/r")), str(checkout)], check=True)
+        for round_ in range(5):
+            sim.commit_to_base("o/r", {f"base{round_}": "y\n"})
+
+            def fetch(number: int) -> None:
+                try:
+                    fetch_pr_refs(Git(checkout), "main", number)
+                except KdevError as exc:
+                    failures.append(exc.message)
+
+            threads = [threading.Thread(target=fetch, args=(n,)) for n in prs]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    assert failures == []

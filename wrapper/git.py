@@ -27,12 +27,14 @@ one-line message (git's last stderr line, credentials redacted):
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,20 +227,38 @@ class Git:
             raise ConfigError("fetch needs at least one refspec", "invalid_ref")
         for refspec in refspecs:
             _check_option_safe(refspec, "refspec")
-        self._run(
-            [
-                "fetch",
-                "--no-tags",
-                "--no-recurse-submodules",
-                "--no-write-fetch-head",
-                "--quiet",
-                remote,
-                *refspecs,
-            ],
-            error=FetchError,
-            reason="fetch_failed",
-            what=f"git fetch {remote}",
-        )
+        with self._fetch_lock():
+            self._run(
+                [
+                    "fetch",
+                    "--no-tags",
+                    "--no-recurse-submodules",
+                    "--no-write-fetch-head",
+                    "--quiet",
+                    remote,
+                    *refspecs,
+                ],
+                error=FetchError,
+                reason="fetch_failed",
+                what=f"git fetch {remote}",
+            )
+
+    @contextmanager
+    def _fetch_lock(self) -> Iterator[None]:
+        # Several kdev runs share one checkout (the engine fires events in parallel), and
+        # two fetches updating the same refs at once fail with "cannot lock ref". The
+        # lock lives in the common git dir, so worktrees of the checkout share it, and
+        # the OS frees it if a run dies.
+        common = self._run(["rev-parse", "--git-common-dir"], what="git rev-parse").stdout
+        git_dir = Path(os.fsdecode(common.strip()))
+        if not git_dir.is_absolute():
+            git_dir = self.repo_dir / git_dir
+        with (git_dir / "kdev-fetch.lock").open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def rev_parse(self, ref: str) -> str | None:
         """The commit SHA ``ref`` names (tags peeled), or None if there is no such commit."""
