@@ -22,7 +22,7 @@ from __future__ import annotations
 from wrapper.comments import post_comment
 from wrapper.errors import ConfigError, Outcome
 from wrapper.git import Git
-from wrapper.patch_id import compute_patch_id, fetch_pr_refs
+from wrapper.patch_id import compute_patch_id, fetch_head_commit, fetch_pr_refs
 from wrapper.prompt import PromptInput, render_describe_prompt
 from wrapper.review import (
     ReviewContext,
@@ -64,9 +64,11 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     pr_url = req.pr_url or pr.html_url
 
     git = Git(req.checkout)
-    base_ref, head_ref = fetch_pr_refs(git, pr.base_ref, req.pr)
-    head = head_sha if git.rev_parse(head_sha) else head_ref
-    info = compute_patch_id(git, base_ref, head)
+    base_ref, _ = fetch_pr_refs(git, pr.base_ref, req.pr)
+    if not fetch_head_commit(git, head_sha):
+        detail = f"{head_sha} cannot be fetched; current head is {pr.head_sha}"
+        return ReviewReport(Outcome.SKIPPED_STALE_HEAD, req.repo, req.pr, head_sha, detail=detail)
+    info = compute_patch_id(git, base_ref, head_sha)
     if info.patch_id is None:
         return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, head_sha)
     patch_id = info.patch_id

@@ -10,7 +10,10 @@ the wrapper itself broke, each with a distinct exit code (docs/wrapper.md)::
     ├── ReviewerFailed        exit 5   reviewer exited non-zero or gave no VERDICT line
     ├── ReviewerTimedOut      exit 6   reviewer passed its deadline (process group killed)
     ├── ReviewerSpawnError    exit 7   reviewer could not start (missing binary, HTTP error)
-    └── LedgerError           exit 8   verdict/index/marker could not be written
+    ├── LedgerError           exit 8   verdict/index/marker could not be written
+    └── GitHubFailed          exit 10  PR metadata unreadable: github_auth (401/403/404),
+                                       github_unavailable (5xx, timeout, network, rate
+                                       limit), github_malformed (a body kdev cannot parse)
 
 The message is one line; ``reason`` is the stable code shared by logs, JSON and docs.
 """
@@ -27,10 +30,10 @@ class Outcome(enum.StrEnum):
 
     REVIEWED = "reviewed"  # a reviewer leg ran and a verdict file was written
     CARRIED_FORWARD = "carried_forward"  # a verdict for this patch-id existed; no leg
-    SKIPPED_FORK = "skipped_fork"  # cross-repository, deleted fork or unreadable metadata
+    SKIPPED_FORK = "skipped_fork"  # metadata says cross-repository, or the head repo is null
     SKIPPED_EMPTY_DIFF = "skipped_empty_diff"  # base...head has no changes
     DEFERRED_BUDGET = "deferred_budget"  # over a budget; a deferred:budget marker was written
-    SKIPPED_STALE_HEAD = "skipped_stale_head"  # the PR has moved on; a later poll fires
+    SKIPPED_STALE_HEAD = "skipped_stale_head"  # the PR moved on, or --head-sha cannot be had
     SKIPPED_SELF_COMMENT = "skipped_self_comment"  # --comment-id is a comment kdev posted
     DESCRIBED = "described"  # kdev describe-pr posted a description comment
 
@@ -67,3 +70,7 @@ class ReviewerSpawnError(KdevError):
 
 class LedgerError(KdevError):
     exit_code = 8
+
+
+class GitHubFailed(KdevError):
+    exit_code = 10

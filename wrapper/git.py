@@ -298,10 +298,11 @@ class Git:
         return result.stdout
 
     def patch_id(self, diff: bytes) -> str | None:
-        """First field of ``git patch-id --stable`` fed ``diff``; None for an empty diff."""
+        """First field of ``git patch-id --verbatim`` fed ``diff`` (whitespace-significant,
+        file order independent); None for an empty diff."""
         if not diff.strip():
             return None
-        result = self._run(["patch-id", "--stable"], stdin=diff)
+        result = self._run(["patch-id", "--verbatim"], stdin=diff)
         fields = result.stdout.decode("ascii", "replace").split()
         return fields[0] if fields else None
 

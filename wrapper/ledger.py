@@ -2,6 +2,7 @@
 
 Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600)::
 
+    ledger-format                       the patch-id scheme (wrapper.ledger_format)
     <owner>__<name>/                    repo validated by config.check_repo first
         legs.jsonl                      one line per leg *started*: {pr, head_sha, started_at}
         posted-comments.jsonl           one line per comment kdev posted: {id, pr, purpose, ...}
@@ -59,6 +60,7 @@ from typing import Any, Literal, cast
 
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError, LedgerError
+from wrapper.ledger_format import upgrade_ledger, write_format_marker
 
 log = logging.getLogger(__name__)
 
@@ -415,6 +417,7 @@ class Ledger:
         before_replace: Callable[[Path], None] | None = None,
     ) -> None:
         self.reviews_dir = Path(reviews_dir)
+        upgrade_ledger(self.reviews_dir)  # never match --stable ids against --verbatim ones
         self.clock = clock
         self._before_replace = before_replace
         self._held = threading.local()  # re-entrant legs_lock bookkeeping, per thread
@@ -454,6 +457,11 @@ class Ledger:
                     ) from None
             except OSError as exc:
                 raise _write_failed(path, exc) from None
+        if self.reviews_dir in missing:
+            try:
+                write_format_marker(self.reviews_dir)
+            except OSError as exc:
+                raise _write_failed(self.reviews_dir, exc) from None
 
     def _atomic_write(self, path: Path, text: str) -> None:
         """temp file in the same directory -> flush + fsync -> os.replace -> fsync dir."""

@@ -1,9 +1,14 @@
 """Patch-id of a pull request: what the PR changes, independent of how it got there (D3).
 
-The patch-id is the first field of ``git diff base...head | git patch-id --stable``: the
+The patch-id is the first field of ``git diff base...head | git patch-id --verbatim``: the
 diff runs from the merge base, so merging the base into the head, rebasing it, or
 force-pushing the same change as a new commit keeps the patch-id; any change to what
-the PR does gives a new one. An empty diff has no patch-id (None).
+the PR does gives a new one, whitespace included (re-indenting Python, YAML nesting or a
+Makefile tab is a change). An empty diff has no patch-id (None).
+
+The patch-id is always computed from exactly the commit the event named
+(:func:`fetch_head_commit`), never from whatever ``refs/pull/N/head`` points to now: an
+index entry ``head -> patch_id`` exists only if that patch-id was computed from that head.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from dataclasses import dataclass
 
 from wrapper.errors import ConfigError, FetchError
 from wrapper.git import Git
+from wrapper.ledger import check_sha
 
 BASE_REF_PREFIX = "refs/kdev/base/"
 PULL_REF_PREFIX = "refs/kdev/pull/"
@@ -46,6 +52,22 @@ def fetch_pr_refs(git: Git, base_branch: str, pr: int, remote: str = "origin") -
         [f"+refs/heads/{base_branch}:{base_ref}", f"+refs/pull/{pr}/head:{head_ref}"],
     )
     return base_ref, head_ref
+
+
+def fetch_head_commit(git: Git, sha: str, remote: str = "origin") -> bool:
+    """True when commit ``sha`` is (now) in the checkout: already there, or fetched from
+    ``remote`` by its SHA (protocol v2 serves any object the remote has; GitHub serves
+    every commit of the repository network). False when the remote cannot give it (a
+    force-pushed-away head that was garbage-collected, a network failure): the caller
+    then records nothing. ``ConfigError invalid_sha`` for a malformed ``sha``."""
+    check_sha(sha, "head_sha")
+    if git.rev_parse(sha) is not None:
+        return True
+    try:
+        git.fetch(remote, [sha])
+    except FetchError:
+        return False
+    return git.rev_parse(sha) is not None
 
 
 def compute_patch_id(git: Git, base_ref: str, head_ref: str) -> PatchInfo:

@@ -3,9 +3,12 @@
 The workflow of ADR-0094 D5, one named step each, in this order:
 
 0. self-loop          --comment-id of a comment kdev posted -> skipped_self_comment
-1. fork backstop      PR metadata only; cross-repo, deleted fork or unreadable -> skipped_fork
-                      (a cross-repo PR passes on an allowlisted --comment-id, re-read here)
-2. patch-id           fetch base + refs/pull/N/head; patch-id of base...head; empty -> skipped
+1. fork backstop      PR metadata only; cross-repo or deleted fork -> skipped_fork
+                      (a cross-repo PR passes on an allowlisted --comment-id, re-read here);
+                      unreadable metadata -> GitHubFailed (exit 10) and a FAILURE notice
+2. patch-id           fetch base + refs/pull/N/head, and --head-sha by SHA if missing
+                      (cannot be had -> skipped_stale_head, nothing recorded); patch-id
+                      (--verbatim) of base...head-sha; empty -> skipped
 3. dedup              a verdict for this patch-id exists -> carried_forward (no reviewer)
 4. budget gate        daily legs per repo, rounds per PR, concurrency slots -> deferred_budget
 5. freshness          the PR's head moved on -> skipped_stale_head
@@ -38,8 +41,9 @@ from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
 from wrapper.budget import decide_budget
 from wrapper.comments import post_comment, review_comment_text
 from wrapper.config import CommandReviewer, KdevConfig, OpenAIReviewer, check_repo
-from wrapper.errors import ConfigError, KdevError, Outcome
+from wrapper.errors import ConfigError, GitHubFailed, KdevError, Outcome
 from wrapper.git import Git
+from wrapper.github_gate import read_pull
 from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, VerdictRecord
 from wrapper.notify import (
     Notification,
@@ -48,7 +52,12 @@ from wrapper.notify import (
     send,
     verdict_notification,
 )
-from wrapper.patch_id import BASE_REF_PREFIX, compute_patch_id, fetch_pr_refs
+from wrapper.patch_id import (
+    BASE_REF_PREFIX,
+    compute_patch_id,
+    fetch_head_commit,
+    fetch_pr_refs,
+)
 from wrapper.prompt import PromptInput, render_prompt
 from wrapper.reviewer import run_reviewer
 from wrapper.roster_review import load_base_roster, run_roster_review
@@ -116,13 +125,19 @@ def _notify(ctx: ReviewContext, note: Notification) -> None:
         log.warning("notification failed: %s", problem)
 
 
-def read_metadata(ctx: ReviewContext, req: ReviewRequest) -> PullRequest | None:
-    """Step 1: the PR's metadata (never its diff); None when it cannot be read."""
+def read_metadata(ctx: ReviewContext, req: ReviewRequest) -> PullRequest:
+    """Step 1: the PR's metadata (never its diff). A failed read is a wrapper failure
+    (``GitHubFailed``: github_auth / github_unavailable / github_malformed), with the
+    FAILURE notice sent; it is never read as a fork."""
     try:
-        return ctx.github.get_pull(req.repo, req.pr)
-    except GitHubError as exc:
-        log.warning("metadata of %s #%s unreadable: %s", req.repo, req.pr, exc)
-        return None
+        return read_pull(ctx.github, req.repo, req.pr)
+    except GitHubFailed as exc:
+        pr_url = req.pr_url or f"https://github.com/{req.repo}/pull/{req.pr}"
+        _notify(
+            ctx,
+            failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
+        )
+        raise
 
 
 def check_comment_id(comment_id: int | None) -> None:
@@ -178,16 +193,14 @@ def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> s
 
 
 def fork_gate(
-    ctx: ReviewContext, repo: str, number: int, pr: PullRequest | None, comment_id: int | None
+    ctx: ReviewContext, repo: str, number: int, pr: PullRequest, comment_id: int | None
 ) -> str | None:
     """Step 1: None when the PR may be reviewed; else the ``skipped_fork`` detail.
 
     A same-repo PR passes. A cross-repository PR (or a deleted fork) passes only on a
     mention: ``comment_id`` given, ``fork_review_on_mention`` on, and
-    :func:`mention_denial` finds nothing wrong. Unreadable metadata never passes.
+    :func:`mention_denial` finds nothing wrong.
     """
-    if pr is None:
-        return "metadata unreadable"
     if is_same_repo(pr):
         return None
     why = (
@@ -318,10 +331,8 @@ def admit(req: ReviewRequest, ctx: ReviewContext) -> PullRequest | ReviewReport:
         )
     pr = read_metadata(ctx, req)
     skip = fork_gate(ctx, req.repo, req.pr, pr, req.comment_id)
-    if skip is not None or pr is None:
-        return ReviewReport(
-            Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=skip or "unreadable"
-        )
+    if skip is not None:
+        return ReviewReport(Outcome.SKIPPED_FORK, req.repo, req.pr, req.head_sha, detail=skip)
     return pr
 
 
@@ -334,11 +345,19 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     pr = admitted
     pr_url = req.pr_url or pr.html_url
 
-    # 2. Patch-id of base...head (the head as fired, if it was fetched).
+    # 2. Patch-id of base...head, from exactly the head as fired (fetched by SHA if
+    # needed); a head that cannot be had records nothing.
     git = Git(req.checkout)
-    base_ref, head_ref = fetch_pr_refs(git, pr.base_ref, req.pr)
-    head = req.head_sha if git.rev_parse(req.head_sha) else head_ref
-    info = compute_patch_id(git, base_ref, head)
+    base_ref, _ = fetch_pr_refs(git, pr.base_ref, req.pr)
+    if not fetch_head_commit(git, req.head_sha):
+        return ReviewReport(
+            Outcome.SKIPPED_STALE_HEAD,
+            req.repo,
+            req.pr,
+            req.head_sha,
+            detail=f"{req.head_sha} cannot be fetched; current head is {pr.head_sha}",
+        )
+    info = compute_patch_id(git, base_ref, req.head_sha)
     if info.patch_id is None:
         return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, req.head_sha)
     patch_id = info.patch_id
