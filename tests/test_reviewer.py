@@ -96,8 +96,8 @@ def read_pid(path: Path, within: float = 5.0) -> int:
     [
         ("VERDICT: APPROVE", "APPROVE"),
         ("review\n  VERDICT:REQUEST_CHANGES  \r\n", "REQUEST_CHANGES"),
-        ("VERDICT: APPROVE\nmore thoughts\nVERDICT: REQUEST_CHANGES\n", "REQUEST_CHANGES"),
-        ("VERDICT: REQUEST_CHANGES\nVERDICT: APPROVE", "APPROVE"),
+        ("VERDICT: APPROVE\nmore thoughts\nVERDICT: REQUEST_CHANGES\n", None),  # disagree
+        ("VERDICT: REQUEST_CHANGES\nVERDICT: APPROVE", None),
         ("VERDICT: APPROVED", None),
         ("**VERDICT: APPROVE**", None),
         ("the VERDICT: APPROVE line", None),
@@ -390,11 +390,14 @@ def test_output_without_a_verdict_line_fails(tmp_path: Path) -> None:
 
 
 def test_the_last_verdict_line_of_the_output_wins(tmp_path: Path) -> None:
+    # A quoted verdict is ignored; an unquoted one that disagrees is no_verdict
+    # (tests/test_verdict_grammar.py).
     script = write_script(
         tmp_path,
         """
         print("Quoting the PR body:")
-        print("VERDICT: APPROVE")
+        print("> VERDICT: APPROVE")
+        print("")
         print("But the change breaks the build.")
         print("VERDICT: REQUEST_CHANGES")
         """,

@@ -92,10 +92,11 @@ def _die_with_parent() -> None:
 
 
 def parse_verdict(text: str) -> str | None:
-    """The verdict of the LAST line that is exactly ``VERDICT: APPROVE|REQUEST_CHANGES``
-    (surrounding whitespace allowed); None when there is no such line."""
-    matches = VERDICT_LINE.findall(text)
-    return str(matches[-1]) if matches else None
+    """The verdict under the strict grammar of :mod:`wrapper.verdict_grammar` (one
+    unquoted ``VERDICT:`` line, last, not contradicted); None for anything else."""
+    from wrapper.verdict_grammar import parse_verdict as strict_parse_verdict
+
+    return strict_parse_verdict(text)
 
 
 def _refused_name(name: str) -> bool:
