@@ -12,7 +12,8 @@ import pytest
 
 from tests.ghsim import GitHubSim
 from tests.test_review import BIN, REPO, Bench
-from wrapper.errors import GitHubFailed, Outcome
+from wrapper.config import KdevConfig
+from wrapper.errors import ConfigError, GitHubFailed, Outcome
 from wrapper.git import Git
 from wrapper.patch_id import compute_patch_id
 
@@ -208,3 +209,61 @@ def test_a_legacy_stable_ledger_is_upgraded_and_never_matched(bench: Bench) -> N
     assert again.outcome is Outcome.REVIEWED and again.patch_id == first.patch_id
     assert bench.legs() == 2
     assert bench.review(pr.number).outcome is Outcome.CARRIED_FORWARD  # once per upgrade
+
+
+# --- item 5: --force checks everything before it deletes anything -------------------------
+
+
+def _verdict_files(bench: Bench) -> list[str]:
+    return sorted(p.name for p in (bench.root / "reviews").rglob("patch-*.md"))
+
+
+def test_force_with_a_stale_head_is_an_error_that_deletes_nothing(bench: Bench) -> None:
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "x = 1\n"})
+    old = pr.head_sha
+    assert bench.review(pr.number).outcome is Outcome.REVIEWED
+    before = (_verdict_files(bench), bench.ledger().read_index(REPO, pr.number))
+    bench.sim.advance(2)
+    bench.sim.push(REPO, pr.number, {"b.py": "y = 2\n"})
+    with pytest.raises(ConfigError) as caught:
+        bench.review(pr.number, head_sha=old, force=True)
+    assert caught.value.reason == "stale_head" and "nothing was deleted" in caught.value.message
+    assert (_verdict_files(bench), bench.ledger().read_index(REPO, pr.number)) == before
+    assert bench.legs() == 1
+
+
+@pytest.mark.parametrize("failure", ["no_reviewer", "metadata", "budget"])
+def test_force_that_cannot_review_deletes_nothing(bench: Bench, failure: str) -> None:
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "x = 1\n"})
+    assert bench.review(pr.number).outcome is Outcome.REVIEWED
+    before = (_verdict_files(bench), bench.ledger().read_index(REPO, pr.number))
+    if failure == "no_reviewer":
+        with pytest.raises(ConfigError):
+            bench.review(pr.number, force=True, config=KdevConfig())
+    elif failure == "metadata":
+        bench.sim.inject_fault("GET", rf"/pulls/{pr.number}$", status=401, times=None)
+        with pytest.raises(GitHubFailed):
+            bench.review(pr.number, head_sha=pr.head_sha, force=True)
+    else:
+        config = bench.config(budgets={"daily_legs_per_repo": 1})
+        report = bench.review(pr.number, force=True, config=config)
+        assert report.outcome is Outcome.DEFERRED_BUDGET
+    assert (_verdict_files(bench), bench.ledger().read_index(REPO, pr.number)) == before
+
+
+def test_force_without_head_sha_reviews_the_current_head(bench: Bench) -> None:
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "x = 1\n"})
+    assert bench.review(pr.number).outcome is Outcome.REVIEWED
+    bench.sim.advance(2)
+    head = bench.sim.push(REPO, pr.number, {"b.py": "y = 2\n"})
+    argv = [str(BIN / "kdev"), "review-pr", "--force", "--repo", REPO, "--pr", str(pr.number)]
+    argv += ["--checkout", str(bench.checkout), "--json"]
+    for expected_legs in (2, 3):  # --force reviews the same current head again
+        result = subprocess.run(
+            argv, env=bench.kdev_env(), capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        assert (report["outcome"], report["head_sha"]) == ("reviewed", head)
+        assert bench.legs() == expected_legs
+    assert bench.ledger().read_index(REPO, pr.number)[head].carried_from is None

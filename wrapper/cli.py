@@ -84,7 +84,9 @@ def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
 def review_pr_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    head_sha: str = typer.Option(..., "--head-sha", help="The head the event saw."),
+    head_sha: str | None = typer.Option(
+        None, "--head-sha", help="The head the event saw (default: the PR's current head)."
+    ),
     pr_url: str | None = typer.Option(None, "--pr-url"),
     author: str | None = typer.Option(None, "--author"),
     force: bool = typer.Option(False, "--force", help="Forget this diff's verdict; review."),
@@ -109,7 +111,7 @@ def review_pr_cmd(
                 ReviewRequest(
                     repo=repo,
                     pr=pr,
-                    head_sha=head_sha,
+                    head_sha=head_sha or "",
                     checkout=(checkout or Path.cwd()).resolve(),
                     pr_url=pr_url,
                     author=author,

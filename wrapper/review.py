@@ -42,6 +42,7 @@ from wrapper.budget import decide_budget
 from wrapper.comments import post_comment, review_comment_text
 from wrapper.config import CommandReviewer, KdevConfig, OpenAIReviewer, check_repo
 from wrapper.errors import ConfigError, GitHubFailed, KdevError, Outcome
+from wrapper.force import check_force_ready, resolve_head
 from wrapper.git import Git
 from wrapper.github_gate import read_pull
 from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, VerdictRecord
@@ -71,7 +72,7 @@ class ReviewRequest:
 
     repo: str
     pr: int
-    head_sha: str
+    head_sha: str  # "" (no --head-sha): the PR's current head, read in step 1
     checkout: Path
     pr_url: str | None = None
     author: str | None = None
@@ -338,11 +339,14 @@ def admit(req: ReviewRequest, ctx: ReviewContext) -> PullRequest | ReviewReport:
 
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     """Run the D5 workflow for one fired event (see the module doc)."""
-    # 0-1. Self-loop closure and fork backstop.
+    # 0-1. Self-loop closure and fork backstop (--force checks its reviewer first).
+    if req.force:
+        check_force_ready(ctx.config)
     admitted = admit(req, ctx)
     if isinstance(admitted, ReviewReport):
         return admitted
     pr = admitted
+    req = resolve_head(req, pr)
     pr_url = req.pr_url or pr.html_url
 
     # 2. Patch-id of base...head, from exactly the head as fired (fetched by SHA if
@@ -362,11 +366,8 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
         return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, req.head_sha)
     patch_id = info.patch_id
 
-    # 3. Dedup (--force first forgets this diff's verdict).
-    if req.force:
-        removed = ctx.ledger.remove_patch(req.repo, req.pr, patch_id)
-        log.info("--force: forgot the verdict of patch %s (%d index entries)", patch_id, removed)
-    existing = ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
+    # 3. Dedup (--force forgets this diff's verdict, but only under the lock in step 6).
+    existing = None if req.force else ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
     if existing is not None:
         return carry_forward(ctx, req, existing)
 
@@ -394,7 +395,7 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
 
         # 6. Lock, then dedup again: a concurrent holder may have just written it.
         with ctx.ledger.pr_lock(req.repo, req.pr):
-            existing = ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
+            existing = None if req.force else ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
             if existing is not None:
                 return carry_forward(ctx, req, existing)
             # Decide and record the leg as one step: concurrent runs for other PRs of
@@ -403,6 +404,9 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
                 over = over_budget(ctx, req, pr_url, patch_id)
                 if over is not None:
                     return over
+                if req.force:  # everything that can fail was checked: forget, then review
+                    removed = ctx.ledger.remove_patch(req.repo, req.pr, patch_id)
+                    log.info("--force: forgot patch %s (%d index entries)", patch_id, removed)
                 ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             return run_leg(ctx, req, pr, pr_url, git, patch_id, info.diff)
 
