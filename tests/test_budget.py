@@ -76,11 +76,11 @@ def test_the_pr_round_cap_counts_only_that_prs_legs() -> None:
     assert decide_budget(budgets(per_repo=50, per_pr=2), legs, 8, NOW).allowed is True
 
 
-def test_a_limit_of_zero_allows_no_leg_and_never_reopens() -> None:
+def test_a_limit_of_zero_allows_no_leg_and_is_rechecked_daily() -> None:
     for limits in (budgets(per_repo=0), budgets(per_pr=0)):
         decision = decide_budget(limits, [], PR, NOW)
         assert decision.allowed is False
-        assert (decision.count, decision.limit, decision.reopens_at) == (0, 0, None)
+        assert (decision.count, decision.limit, decision.reopens_at) == (0, 0, NOW + WINDOW)
     assert decide_budget(budgets(per_repo=0), [], PR, NOW).budget == "daily_legs_per_repo"
     assert decide_budget(budgets(per_pr=0), [], PR, NOW).budget == "daily_rounds_per_pr"
 
@@ -92,7 +92,7 @@ def test_when_both_budgets_are_exhausted_the_one_closed_longer_is_named() -> Non
     assert decision.budget == "daily_rounds_per_pr"
     assert decision.reopens_at == NOW + hours(22)
     never = decide_budget(budgets(per_repo=3, per_pr=0), legs, PR, NOW)
-    assert (never.budget, never.reopens_at) == ("daily_rounds_per_pr", None)
+    assert (never.budget, never.reopens_at) == ("daily_rounds_per_pr", NOW + WINDOW)
 
 
 def test_legs_stamped_in_the_future_still_count() -> None:

@@ -32,7 +32,7 @@ class BudgetDecision:
     budget: str | None  # None when allowed; else daily_legs_per_repo | daily_rounds_per_pr
     count: int  # legs in the window for that budget (allowed: the repository's count)
     limit: int  # that budget's limit (allowed: daily_legs_per_repo)
-    reopens_at: datetime | None  # when a leg may start again; None if allowed or never
+    reopens_at: datetime | None  # when a leg may start again (re-checked); None if allowed
 
 
 def _in_window(legs: Sequence[LegRecord], now: datetime) -> list[datetime]:
@@ -44,10 +44,11 @@ def _in_window(legs: Sequence[LegRecord], now: datetime) -> list[datetime]:
     return sorted(leg.started_at for leg in legs if leg.started_at > now - WINDOW)
 
 
-def _reopens_at(starts: list[datetime], limit: int) -> datetime | None:
-    """When fewer than ``limit`` of ``starts`` remain in the window; None for limit 0."""
+def _reopens_at(starts: list[datetime], limit: int, now: datetime) -> datetime:
+    """When fewer than ``limit`` of ``starts`` remain in the window; for a limit of 0,
+    which never has room, a day from ``now`` (re-checked daily, never dropped)."""
     if limit == 0:
-        return None
+        return now + WINDOW
     # The window has room again once count - limit + 1 of the oldest legs have left it.
     return starts[len(starts) - limit] + WINDOW
 
@@ -60,8 +61,8 @@ def decide_budget(
     ``repo_legs`` are the repository's legs (``Ledger.legs_since(repo, now - WINDOW)``);
     the PR's are those with ``leg.pr == pr``. When a budget is exhausted the decision
     names it, with its count and limit; when both are, it names the one that stays
-    closed longer, so ``reopens_at`` is when both have room again (None: a limit of 0,
-    which never reopens).
+    closed longer, so ``reopens_at`` is when both have room again (a limit of 0 names
+    that budget, re-checked a day from ``now``).
     """
     repo_starts = _in_window(repo_legs, now)
     pr_starts = _in_window([leg for leg in repo_legs if leg.pr == pr], now)
@@ -77,7 +78,7 @@ def decide_budget(
                     budget=budget,
                     count=len(starts),
                     limit=limit,
-                    reopens_at=_reopens_at(starts, limit),
+                    reopens_at=_reopens_at(starts, limit, now),
                 )
             )
     if not denials:
@@ -88,7 +89,7 @@ def decide_budget(
             limit=budgets.daily_legs_per_repo,
             reopens_at=None,
         )
-    never = [d for d in denials if d.reopens_at is None]
+    never = [d for d in denials if d.limit == 0]
     if never:
         return never[0]
     return max(denials, key=lambda d: d.reopens_at or now)

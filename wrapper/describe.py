@@ -20,6 +20,7 @@ It never edits the PR body. It shares review-pr's gates and sandbox:
 from __future__ import annotations
 
 from wrapper.comments import post_comment
+from wrapper.deferral import cap_reopens_at
 from wrapper.errors import ConfigError, Outcome
 from wrapper.git import Git
 from wrapper.patch_id import compute_patch_id, fetch_head_commit, fetch_pr_refs
@@ -81,7 +82,8 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
         if slot is None:
             cap = budgets.max_concurrent_legs_per_repo
             budget = "max_concurrent_legs_per_repo"
-            return defer(ctx, req, pr_url, budget, cap, cap, None, patch_id, marker=False)
+            reopens = cap_reopens_at(ctx.config, ctx.clock())
+            return defer(ctx, req, pr_url, budget, cap, cap, reopens, patch_id, marker=False)
         if pr.head_sha != head_sha:
             return ReviewReport(
                 Outcome.SKIPPED_STALE_HEAD,

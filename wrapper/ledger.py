@@ -152,7 +152,7 @@ class DeferredMarker:
     budget: str  # daily_legs_per_repo | daily_rounds_per_pr
     count: int  # legs counted in the window
     limit: int
-    reopens_at: datetime | None  # None: the limit is 0, it never reopens
+    reopens_at: datetime | None  # when to retry; None only in markers of an older kdev
     head_sha: str
     pr_url: str
     created_at: datetime

@@ -41,6 +41,7 @@ from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
 from wrapper.budget import decide_budget
 from wrapper.comments import post_comment, review_comment_text
 from wrapper.config import CommandReviewer, KdevConfig, OpenAIReviewer, check_repo
+from wrapper.deferral import cap_reopens_at
 from wrapper.errors import ConfigError, GitHubFailed, KdevError, Outcome
 from wrapper.force import check_force_ready, resolve_head
 from wrapper.git import Git
@@ -380,7 +381,9 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     with ctx.ledger.concurrency_slot(req.repo, budgets.max_concurrent_legs_per_repo) as slot:
         if slot is None:
             cap = budgets.max_concurrent_legs_per_repo
-            return defer(ctx, req, pr_url, "max_concurrent_legs_per_repo", cap, cap, None, patch_id)
+            reopens = cap_reopens_at(ctx.config, ctx.clock())
+            budget = "max_concurrent_legs_per_repo"
+            return defer(ctx, req, pr_url, budget, cap, cap, reopens, patch_id)
 
         # 5. Freshness: the PR moved on; its new head fires on a later poll.
         if pr.head_sha != req.head_sha:

@@ -258,12 +258,11 @@ def wants_digest(graph: PullGraph, index: Mapping[str, IndexEntry]) -> bool:
 
 
 def should_retry(marker: DeferredMarker, current_head: str | None, now: datetime) -> bool:
-    """Retry a deferral when its head is still the PR's head and its budget has reopened
-    (a marker that never reopens, ``reopens_at`` None, is not retried)."""
-    return (
-        current_head == marker.head_sha
-        and marker.reopens_at is not None
-        and marker.reopens_at <= now
+    """Retry a deferral when its head is still the PR's head (draft or not) and its
+    budget has reopened. A marker without a time (written by an older kdev) is retried
+    now: review-pr decides again and writes a fresh marker if it is still held back."""
+    return current_head == marker.head_sha and (
+        marker.reopens_at is None or marker.reopens_at <= now
     )
 
 
