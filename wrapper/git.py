@@ -227,7 +227,7 @@ class Git:
             raise ConfigError("fetch needs at least one refspec", "invalid_ref")
         for refspec in refspecs:
             _check_option_safe(refspec, "refspec")
-        with self._fetch_lock():
+        with self.checkout_lock():
             self._run(
                 [
                     "fetch",
@@ -244,11 +244,17 @@ class Git:
             )
 
     @contextmanager
-    def _fetch_lock(self) -> Iterator[None]:
-        # Several kdev runs share one checkout (the engine fires events in parallel), and
-        # two fetches updating the same refs at once fail with "cannot lock ref". The
-        # lock lives in the common git dir, so worktrees of the checkout share it, and
-        # the OS frees it if a run dies.
+    def checkout_lock(self) -> Iterator[None]:
+        """Holds the checkout's lock: every git call that writes its object store or its
+        worktree list (fetch, worktree add/remove/prune, merge) runs under it.
+
+        Several kdev runs share one checkout (the engine fires events in parallel): two
+        fetches updating the same refs fail with "cannot lock ref", and a ``worktree
+        prune`` of one run deletes the half-made registration of another's ``worktree
+        add``. The lock (``kdev-fetch.lock``, its name from when it covered fetches only)
+        lives in the common git dir, so worktrees of the checkout share it, and the OS
+        frees it if a run dies. Not re-entrant: do not nest it.
+        """
         common = self._run(["rev-parse", "--git-common-dir"], what="git rev-parse").stdout
         git_dir = Path(os.fsdecode(common.strip()))
         if not git_dir.is_absolute():
@@ -345,12 +351,13 @@ class Git:
         Raises ``WorktreeError(..., "worktree_failed")``.
         """
         _check_option_safe(ref, "ref")
-        self._run(
-            ["worktree", "add", "--detach", str(Path(path).absolute()), ref],
-            error=WorktreeError,
-            reason="worktree_failed",
-            what="git worktree add",
-        )
+        with self.checkout_lock():
+            self._run(
+                ["worktree", "add", "--detach", str(Path(path).absolute()), ref],
+                error=WorktreeError,
+                reason="worktree_failed",
+                what="git worktree add",
+            )
 
     def worktree_remove(self, path: Path) -> None:
         """Removes the worktree at ``path`` and prunes its bookkeeping.
@@ -361,14 +368,15 @@ class Git:
         ``WorktreeError(..., "worktree_failed")`` only if the directory survives.
         """
         target = Path(path).absolute()
-        if target.exists():
-            self._run(
-                ["worktree", "remove", "--force", "--force", str(target)],
-                ok_codes=tuple(range(256)),
-            )
-        if target.exists() and self._may_delete(target):
-            shutil.rmtree(target, ignore_errors=True)
-        self._run(["worktree", "prune"], ok_codes=tuple(range(256)))
+        with self.checkout_lock():
+            if target.exists():
+                self._run(
+                    ["worktree", "remove", "--force", "--force", str(target)],
+                    ok_codes=tuple(range(256)),
+                )
+            if target.exists() and self._may_delete(target):
+                shutil.rmtree(target, ignore_errors=True)
+            self._run(["worktree", "prune"], ok_codes=tuple(range(256)))
         if target.exists():
             raise WorktreeError(f"git worktree remove: {target} is still there", "worktree_failed")
 
@@ -392,23 +400,8 @@ class Git:
             if not value.strip() or any(c in value for c in "\0\n\r<>"):
                 raise ConfigError(f"{what} {value!r} is not acceptable to git", "invalid_identity")
         before = self.rev_parse("HEAD")
-        result = self._run(
-            [
-                "-c",
-                f"user.name={name}",
-                "-c",
-                f"user.email={email}",
-                "-c",
-                "commit.gpgsign=false",
-                "merge",
-                "--no-ff",
-                "--no-edit",
-                "--no-verify",
-                "--end-of-options",
-                base_ref,
-            ],
-            ok_codes=tuple(range(256)),
-        )
+        with self.checkout_lock():
+            result = self._merge(base_ref, name, email)
         if result.returncode == 0:
             after = self.rev_parse("HEAD")
             return MergeResult(merged=True, sha=after, up_to_date=after == before)
@@ -424,6 +417,25 @@ class Git:
             conflict=True,
             conflicts=paths,
             detail=f"merge conflict in {', '.join(paths)}",
+        )
+
+    def _merge(self, base_ref: str, name: str, email: str) -> subprocess.CompletedProcess[bytes]:
+        return self._run(
+            [
+                "-c",
+                f"user.name={name}",
+                "-c",
+                f"user.email={email}",
+                "-c",
+                "commit.gpgsign=false",
+                "merge",
+                "--no-ff",
+                "--no-edit",
+                "--no-verify",
+                "--end-of-options",
+                base_ref,
+            ],
+            ok_codes=tuple(range(256)),
         )
 
     def push_commit(self, remote: str, sha: str, branch: str) -> PushResult:
