@@ -14,9 +14,11 @@ The workflow of ADR-0094 D5, one named step each, in this order:
 5. freshness          the PR's head moved on -> skipped_stale_head
 6. worktree + lock    disposable worktree, per-PR lock, dedup re-checked under the lock
 7. reviewer           prompt (data-not-instructions clause), backend, VERDICT line
-8. verdict            verdict file + index.json, atomically; secret canary
+8. verdict            notice/comment recorded as owed, then verdict file + index.json,
+                      atomically; secret canary
 9. notify             verdict, deferral or FAILURE notice; the worktree is always pruned;
-                      with a github-comment target, the round is posted as a PR comment
+                      with a github-comment target, the round is posted as a PR comment;
+                      each crossed off when delivered (a rerun delivers what is owed)
 
 Every decision returns a :class:`ReviewReport` (exit 0); only a broken wrapper raises a
 :class:`wrapper.errors.KdevError` (non-zero, distinct codes).
@@ -39,9 +41,9 @@ import httpx
 
 from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
 from wrapper.budget import decide_budget
-from wrapper.comments import post_comment, review_comment_text
 from wrapper.config import CommandReviewer, KdevConfig, OpenAIReviewer, check_repo
 from wrapper.deferral import cap_reopens_at
+from wrapper.delivery import deliver, write_verdict_owing_delivery
 from wrapper.errors import ConfigError, GitHubFailed, KdevError, Outcome
 from wrapper.force import check_force_ready, resolve_head
 from wrapper.git import Git
@@ -52,7 +54,6 @@ from wrapper.notify import (
     deferred_notification,
     failure_notification,
     send,
-    verdict_notification,
 )
 from wrapper.patch_id import (
     BASE_REF_PREFIX,
@@ -232,6 +233,7 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
         carried_from=None if record.head_sha == req.head_sha else record.head_sha,
     )
     ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
+    owed = deliver(ctx, req.repo, req.pr, record)  # a run killed before its step 9
     return ReviewReport(
         Outcome.CARRIED_FORWARD,
         req.repo,
@@ -240,7 +242,7 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
         record.patch_id,
         record.verdict,
         str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
-        f"same diff as {record.head_sha}",
+        "; ".join(filter(None, (f"same diff as {record.head_sha}", owed))),
     )
 
 
@@ -502,8 +504,7 @@ def run_leg(
             model=result.model,
             body=result.body,
         )
-        secrets = [ctx.environ.get(name, "") for name in ctx.config.secret_env]
-        path = ctx.ledger.write_verdict(req.repo, req.pr, record, secrets=secrets)
+        path = write_verdict_owing_delivery(ctx, req, record)
         ctx.ledger.record_index(
             req.repo,
             req.pr,
@@ -516,10 +517,7 @@ def run_leg(
             ),
         )
         ctx.ledger.clear_deferred(req.repo, req.pr, req.head_sha)
-    _notify(
-        ctx, verdict_notification(req.repo, req.pr, result.verdict, pr_url, req.head_sha, str(path))
-    )
-    detail = post_review_comment(ctx, req, record) if ctx.config.posts_review_comments else ""
+    detail = deliver(ctx, req.repo, req.pr, record)
     return ReviewReport(
         Outcome.REVIEWED,
         req.repo,
@@ -530,24 +528,3 @@ def run_leg(
         str(path),
         detail,
     )
-
-
-def post_review_comment(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> str:
-    """Step 9, ``github-comment`` target: the round as one PR comment (neutralised,
-    escaped, secret canary), its id recorded. The verdict is already written, so a
-    failure is logged and reported in the detail, never raised."""
-    try:
-        posted = post_comment(
-            ctx.github,
-            ctx.ledger,
-            ctx.config,
-            ctx.environ,
-            req.repo,
-            req.pr,
-            review_comment_text(record),
-            "review",
-        )
-    except KdevError as exc:
-        log.warning("review comment not posted: %s [%s]", exc.message, exc.reason)
-        return f"comment not posted [{exc.reason}]"
-    return f"comment {posted.id} posted"
