@@ -380,6 +380,12 @@ class Git:
         if target.exists():
             raise WorktreeError(f"git worktree remove: {target} is still there", "worktree_failed")
 
+    def prune_worktrees(self) -> None:
+        """``git worktree prune`` under the checkout lock: drops the registrations of
+        worktrees whose directory is gone (a crashed run's). Never raises."""
+        with self.checkout_lock():
+            self._run(["worktree", "prune"], ok_codes=tuple(range(256)))
+
     def _may_delete(self, target: Path) -> bool:
         resolved = target.resolve()
         ours = self.repo_dir.resolve()

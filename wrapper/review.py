@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from wrapper.force import check_force_ready, resolve_head
 from wrapper.git import Git
 from wrapper.github_gate import read_pull
 from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, VerdictRecord
+from wrapper.leftovers import leftover_age, make_scratch, prune_leftovers
 from wrapper.notify import (
     Notification,
     deferred_notification,
@@ -355,6 +355,7 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     # 2. Patch-id of base...head, from exactly the head as fired (fetched by SHA if
     # needed); a head that cannot be had records nothing.
     git = Git(req.checkout)
+    prune_leftovers(git, ctx.ledger.reviews_dir, max_age=leftover_age(ctx.config))
     base_ref, _ = fetch_pr_refs(git, pr.base_ref, req.pr)
     if not fetch_head_commit(git, req.head_sha):
         return ReviewReport(
@@ -427,7 +428,7 @@ def leg_worktree(
     reviewer = ctx.config.reviewer
     if reviewer is None:
         raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
-    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    scratch = make_scratch(prefix)
     worktree = scratch / "worktree"
     try:
         git.worktree_add(worktree, req.head_sha)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import enum
 import logging
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -42,6 +41,7 @@ from wrapper.config import Budgets, KdevConfig, NotifyTarget
 from wrapper.errors import KdevError, Outcome
 from wrapper.git import Git
 from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, LegRecord
+from wrapper.leftovers import make_scratch
 from wrapper.notify import Notification, send
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewRequest, review_pr
@@ -357,7 +357,7 @@ def update_branch(ctx: SweepContext, entry: RepositoryEntry, pr: PullRequest) ->
     base_ref, _ = fetch_pr_refs(git, pr.base_ref, pr.number, entry.remote)
     if git.rev_parse(pr.head_sha) is None:
         return result(UpdateOutcome.FAILED, reason="ref_missing", detail="head not fetched")
-    scratch = Path(tempfile.mkdtemp(prefix="kdev-sweep-"))
+    scratch = make_scratch("kdev-sweep-")
     worktree = scratch / "worktree"
     try:
         git.worktree_add(worktree, pr.head_sha)

@@ -1,0 +1,136 @@
+"""Crash leftovers, pruned by the next run (issue 10 item 9c).
+
+A kdev killed mid-leg leaves its scratch directory (``kdev-pr*``, ``kdev-describe-pr*``,
+``kdev-sweep-*``: a worktree of the PR head), the reviewer's prompt directory
+(``kdev-prompt-*``: the diff), hidden ``.*.tmp`` files in the ledger, and the worktree's
+registration in the checkout. :func:`prune_leftovers`, run at the start of every
+``review-pr``, removes them without touching a live run's files:
+
+- a scratch directory made by :func:`make_scratch` holds ``.kdev-owner.lock``, flocked by
+  its run until that process dies; it is removed once the lock can be taken. One without
+  the lock file (an older kdev, or a kill between mkdtemp and the lock) is removed when
+  older than ``max_age``;
+- a prompt directory is removed when older than ``max_age`` (the caller passes the
+  reviewer's timeout plus a margin: no live leg is older);
+- a ledger temp file is removed when older than :data:`TMP_MAX_AGE` (a live write lasts
+  milliseconds);
+- ``git worktree prune`` then drops registrations whose directory is gone (under the
+  checkout lock, so it never races a ``worktree add``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from wrapper.config import KdevConfig
+from wrapper.git import Git
+
+log = logging.getLogger("kdev.leftovers")
+
+SCRATCH_NAME = re.compile(r"^(?:kdev-pr[0-9]+-|kdev-describe-pr[0-9]+-|kdev-sweep-)")
+PROMPT_PREFIX = "kdev-prompt-"
+OWNER_LOCK = ".kdev-owner.lock"
+TMP_MAX_AGE = 600.0  # seconds
+_held: list[int] = []  # lock descriptors of this process's scratch dirs (freed at exit)
+
+
+LEFTOVER_MARGIN = 600.0  # seconds on top of the reviewer's timeout
+
+
+def leftover_age(config: KdevConfig) -> float:
+    """Seconds after which an unlocked scratch or prompt directory is a leftover: no
+    live leg runs longer than its reviewer's timeout (plus git and notify time)."""
+    timeout = config.reviewer.timeout_seconds if config.reviewer is not None else 3600
+    return float(timeout) + LEFTOVER_MARGIN
+
+
+def make_scratch(prefix: str) -> Path:
+    """A new private temp directory whose owner lock this process holds until it exits."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    fd = os.open(scratch / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _held.append(fd)
+    return scratch
+
+
+@dataclass
+class Pruned:
+    """What one pass removed."""
+
+    scratch: int = 0
+    prompts: int = 0
+    temp_files: int = 0
+
+
+def _owner_dead(directory: Path, max_age: float, now: float) -> bool:
+    lock = directory / OWNER_LOCK
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return _age(directory, now) > max_age
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # its run is alive
+    finally:
+        os.close(fd)
+    return True
+
+
+def _age(path: Path, now: float) -> float:
+    try:
+        return now - path.lstat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _remove(path: Path) -> bool:
+    shutil.rmtree(path, ignore_errors=True)
+    return not path.exists()
+
+
+def prune_leftovers(
+    git: Git | None,
+    reviews_dir: Path | None,
+    *,
+    max_age: float,
+    temp_dir: Path | None = None,
+    now: float | None = None,
+) -> Pruned:
+    """Removes crash leftovers (see the module doc); never raises for one it cannot
+    remove (it is logged and left for the next run)."""
+    moment = time.time() if now is None else now
+    pruned = Pruned()
+    base = Path(temp_dir or tempfile.gettempdir())
+    for entry in sorted(base.iterdir()) if base.is_dir() else []:
+        if not entry.is_dir() or entry.is_symlink():
+            continue
+        if SCRATCH_NAME.match(entry.name) and _owner_dead(entry, max_age, moment):
+            pruned.scratch += _remove(entry)
+        elif entry.name.startswith(PROMPT_PREFIX) and _age(entry, moment) > max_age:
+            pruned.prompts += _remove(entry)
+    if reviews_dir is not None and reviews_dir.is_dir():
+        for temp in reviews_dir.rglob(".*.tmp"):
+            if temp.is_file() and _age(temp, moment) > TMP_MAX_AGE:
+                temp.unlink(missing_ok=True)
+                pruned.temp_files += 1
+    if git is not None:
+        git.prune_worktrees()
+    if pruned.scratch or pruned.prompts or pruned.temp_files:
+        log.warning(
+            "pruned crash leftovers: %d scratch dirs, %d prompt dirs, %d ledger temp files",
+            pruned.scratch,
+            pruned.prompts,
+            pruned.temp_files,
+        )
+    return pruned
