@@ -67,16 +67,21 @@ def test_reply_to_inline_comment_is_threaded_and_neutralised(
     assert sim.requests_to(rf"/pulls/{pr.number}/comments/{root.id}/replies", "POST")
 
 
-def test_reply_to_issue_comment_quotes_its_id(sim: GitHubSim, client: GitHubClient) -> None:
+def test_reply_to_issue_comment_quotes_its_id(
+    sim: GitHubSim, client: GitHubClient, tmp_path: Path
+) -> None:
     pr = sim.open_pr(REPO, "feature", {"a.py": "x = 1\n"})
     asked = sim.comment(REPO, pr.number, "Why not a dict?", "alice")
-    result = reply(client, CONFIG, {}, REPO, pr.number, asked.id, "Order matters here.")
+    ledger = Ledger(tmp_path)
+    result = reply(client, CONFIG, {}, REPO, pr.number, asked.id, "Order matters here.", ledger)
+    assert result.id in ledger.posted_comment_ids(REPO)
     created = sim.get_comment(REPO, result.id)
     assert result.kind == "issue" and created.kind == "issue"
     assert f"comment {asked.id}" in created.body and "Order matters here." in created.body
 
 
-def test_reply_failures(sim: GitHubSim, client: GitHubClient) -> None:
+def test_reply_failures(sim: GitHubSim, client: GitHubClient, tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
     pr = sim.open_pr(REPO, "feature", {"a.py": "x = 1\n"})
     other = sim.open_pr(REPO, "other", {"b.py": "y = 1\n"})
     summary = sim.review(REPO, pr.number, "CHANGES_REQUESTED", "alice", body="Split it.")
@@ -88,7 +93,7 @@ def test_reply_failures(sim: GitHubSim, client: GitHubClient) -> None:
     ]
     for target, reason in cases:
         with pytest.raises(KdevError) as caught:
-            reply(client, CONFIG, {}, REPO, pr.number, target, "ok")
+            reply(client, CONFIG, {}, REPO, pr.number, target, "ok", ledger)
         assert caught.value.reason == reason
     question = sim.comment(REPO, pr.number, "q", "alice")
     with pytest.raises(LedgerError) as leaked:
@@ -100,6 +105,7 @@ def test_reply_failures(sim: GitHubSim, client: GitHubClient) -> None:
             pr.number,
             question.id,
             "here: s3cr3t-value-123456",
+            ledger,
         )
     assert leaked.value.reason == "secret_in_output"
     assert not sim.requests_to("/comments", "POST")

@@ -1,15 +1,18 @@
 """Comments kdev posts on a pull request, and the self-loop closure around them.
 
-Every body goes through the same three gates before ``POST .../issues/{pr}/comments``:
+:func:`post_gated` is the one gate every comment kdev posts goes through (review rounds,
+descriptions, the author-loop replies of :mod:`wrapper.threads`); it applies, in order:
 
 1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
    then every mention of ``mention_handle`` that the trigger detector would count
-   rewritten as ``&#64;handle`` (so kdev's own comment can never summon kdev);
+   rewritten as ``&#64;handle`` (so kdev's own comment can never summon kdev); without a
+   ``mention_handle`` (author-loop replies only) prose is still escaped;
 2. the secret canary: when the value of any ``secret_env`` variable appears in the raw
    or the prepared body, nothing is posted (``secret_in_output``);
 3. after a successful POST the new comment's id is appended to the ledger
    (``posted-comments.jsonl``), so ``kdev review-pr --comment-id ID`` of that comment is
-   ``skipped_self_comment``.
+   ``skipped_self_comment``. There is no way to post without a ledger: the self-loop is
+   decided by this set of posted ids alone, never by the account that posted.
 
 Bodies longer than :data:`MAX_BODY_CHARS` (GitHub's limit is 65536) are cut, with a note.
 """
@@ -17,14 +20,15 @@ Bodies longer than :data:`MAX_BODY_CHARS` (GitHub's limit is 65536) are cut, wit
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from engine.github import GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
 from wrapper.ledger import Ledger, VerdictRecord
-from wrapper.neutralise import contains_secret, prepare_comment
+from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
 
 log = logging.getLogger("kdev.comments")
 
@@ -41,14 +45,54 @@ class PostedComment:
     html_url: str
 
 
-def comment_body(raw: str, handle: str) -> str:
-    """The body kdev posts for ``raw``: prepared (escaped, neutralised), cut to fit."""
+def comment_body(raw: str, handle: str | None) -> str:
+    """The body kdev posts for ``raw``: prepared (escaped, neutralised; escaped only
+    without a handle), cut to fit."""
+
+    def prepare(text: str) -> str:
+        return prepare_comment(text, handle) if handle else escape_prose(text)
+
     limit = MAX_BODY_CHARS
-    prepared = prepare_comment(raw, handle)
+    prepared = prepare(raw)
     while len(prepared) > MAX_BODY_CHARS and limit > 0:
         limit = int(limit * 0.8)
-        prepared = prepare_comment(raw[:limit] + TRUNCATION_NOTE, handle)
+        prepared = prepare(raw[:limit] + TRUNCATION_NOTE)
     return prepared
+
+
+def post_gated(
+    ledger: Ledger,
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    repo: str,
+    pr: int,
+    raw: str,
+    purpose: str,
+    send: Callable[[str], dict[str, Any]],
+    failure_reason: str = COMMENT_POST_FAILED,
+) -> dict[str, Any]:
+    """The one gate (see the module doc): prepare ``raw``, refuse a secret
+    (LedgerError ``secret_in_output``, nothing posted), ``send`` the body, record the new
+    comment's id under ``purpose``; returns GitHub's answer. ``send`` raises its own
+    KdevError for a failed POST; an answer without an id is ``failure_reason``."""
+    body = comment_body(raw, config.mention_handle)
+    secrets = [environ.get(name, "") for name in config.secret_env]
+    if contains_secret((raw, body), secrets):
+        raise LedgerError(
+            f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
+            "variable; nothing was posted",
+            "secret_in_output",
+        )
+    created = send(body)
+    comment_id = created.get("id")
+    if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1:
+        raise KdevError(
+            f"GitHub answered the {purpose} comment on {repo} #{pr} without an id",
+            failure_reason,
+        )
+    ledger.record_posted_comment(repo, pr, comment_id, purpose)
+    log.info("posted %s comment %s on %s #%s", purpose, comment_id, repo, pr)
+    return created
 
 
 def review_comment_text(record: VerdictRecord) -> str:
@@ -77,28 +121,16 @@ def post_comment(
             "neutralised in everything kdev posts)",
             "invalid_config",
         )
-    body = comment_body(raw, handle)
-    secrets = [environ.get(name, "") for name in config.secret_env]
-    if contains_secret((raw, body), secrets):
-        raise LedgerError(
-            f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
-            "variable; nothing was posted",
-            "secret_in_output",
-        )
-    try:
-        created = github.post_issue_comment(repo, pr, body)
-    except GitHubError as exc:
-        raise KdevError(
-            f"cannot post the {purpose} comment on {repo} #{pr}: {exc.message} [{exc.reason}]",
-            COMMENT_POST_FAILED,
-        ) from None
-    comment_id = created.get("id")
-    if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1:
-        raise KdevError(
-            f"GitHub answered the {purpose} comment on {repo} #{pr} without an id",
-            COMMENT_POST_FAILED,
-        )
-    ledger.record_posted_comment(repo, pr, comment_id, purpose)
+
+    def send(body: str) -> dict[str, Any]:
+        try:
+            return github.post_issue_comment(repo, pr, body)
+        except GitHubError as exc:
+            raise KdevError(
+                f"cannot post the {purpose} comment on {repo} #{pr}: {exc.message} [{exc.reason}]",
+                COMMENT_POST_FAILED,
+            ) from None
+
+    created = post_gated(ledger, config, environ, repo, pr, raw, purpose, send)
     html_url = created.get("html_url")
-    log.info("posted %s comment %s on %s #%s", purpose, comment_id, repo, pr)
-    return PostedComment(comment_id, html_url if isinstance(html_url, str) else "")
+    return PostedComment(created["id"], html_url if isinstance(html_url, str) else "")

@@ -9,9 +9,10 @@
 * :func:`resolve` finds the thread whose first comment has the given node id and runs
   ``resolveReviewThread``; :func:`hide` runs ``minimizeComment(classifier: OUTDATED)``.
 
-Everything posted goes through :func:`wrapper.neutralise.prepare_comment` (with the
-configured ``mention_handle``; without one, prose is still escaped) and the secret canary;
-posted ids are recorded in the ledger so kdev never answers its own comments.
+Everything posted goes through the one comment gate, :func:`wrapper.comments.post_gated`
+(prepared with the configured ``mention_handle``, or prose escaped without one; secret
+canary; the posted id recorded in the ledger, which is required, so kdev never answers
+its own comments).
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.github import NOT_FOUND, GitHubClient, GitHubError
-from wrapper.comments import MAX_BODY_CHARS
+from wrapper.comments import post_gated
 from wrapper.config import KdevConfig
-from wrapper.errors import ConfigError, KdevError, LedgerError
+from wrapper.errors import ConfigError, KdevError
 from wrapper.ledger import Ledger
-from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
 
 log = logging.getLogger("kdev.threads")
 
@@ -147,21 +147,6 @@ def list_review_threads(github: GitHubClient, repo: str, pr: int) -> list[Review
     return threads
 
 
-def prepare_reply(raw: str, config: KdevConfig, environ: Mapping[str, str]) -> str:
-    """The body kdev posts for ``raw``: prepared like every kdev comment, cut to fit, and
-    refused (LedgerError ``secret_in_output``) when it holds a secret_env value."""
-    text = raw[:MAX_BODY_CHARS]
-    handle = config.mention_handle
-    body = prepare_comment(text, handle) if handle else escape_prose(text)
-    secrets = [environ.get(name, "") for name in config.secret_env]
-    if contains_secret((raw, body), secrets):
-        raise LedgerError(
-            "the reply contains the value of a secret_env variable; nothing was posted",
-            "secret_in_output",
-        )
-    return body
-
-
 def _belongs_to(comment: dict[str, Any], pr: int, key: str) -> bool:
     url = comment.get(key)
     return isinstance(url, str) and url.rstrip("/").endswith(f"/{pr}")
@@ -175,7 +160,7 @@ def reply(
     pr: int,
     comment_id: int,
     text: str,
-    ledger: Ledger | None = None,
+    ledger: Ledger,
 ) -> ReplyResult:
     """Reply to comment ``comment_id`` of ``repo`` #``pr`` with ``text``.
 
@@ -189,19 +174,19 @@ def reply(
     if inline is not None:
         if not _belongs_to(inline, pr, "pull_request_url"):
             raise KdevError(f"comment {comment_id} is not on {repo} #{pr}", COMMENT_NOT_ON_PR)
-        body = prepare_reply(text, config, environ)
         path = f"repos/{repo}/pulls/{pr}/comments/{comment_id}/replies"
-        created = _post(github, path, body, f"cannot reply to comment {comment_id}")
-        return _recorded(created, "inline", repo, pr, ledger)
+        what = f"cannot reply to comment {comment_id}"
+        return _gated(github, ledger, config, environ, repo, pr, text, "inline", path, what)
     issue = _find(github, repo, comment_id, "issue")
     if issue is not None:
         if not _belongs_to(issue, pr, "issue_url"):
             raise KdevError(f"comment {comment_id} is not on {repo} #{pr}", COMMENT_NOT_ON_PR)
         user = (issue.get("user") or {}).get("login") or "ghost"
         quoted = f"> Re: comment {comment_id} by {user}\n\n{text}"
-        body = prepare_reply(quoted, config, environ)
-        created = _post(github, f"repos/{repo}/issues/{pr}/comments", body, "cannot post reply")
-        return _recorded(created, "issue", repo, pr, ledger)
+        path = f"repos/{repo}/issues/{pr}/comments"
+        return _gated(
+            github, ledger, config, environ, repo, pr, quoted, "issue", path, "cannot post reply"
+        )
     if _is_review(github, repo, pr, comment_id):
         raise KdevError(
             f"{comment_id} is a review summary of {repo} #{pr}; GitHub has no reply to a "
@@ -230,23 +215,32 @@ def _is_review(github: GitHubClient, repo: str, pr: int, review_id: int) -> bool
     return any(isinstance(r, dict) and r.get("id") == review_id for r in reviews)
 
 
-def _post(github: GitHubClient, path: str, body: str, what: str) -> dict[str, Any]:
-    try:
-        return github.post_rest(path, {"body": body})
-    except GitHubError as exc:
-        raise _github_error(what, exc, REPLY_FAILED) from None
-
-
-def _recorded(
-    created: dict[str, Any], kind: str, repo: str, pr: int, ledger: Ledger | None
+def _gated(
+    github: GitHubClient,
+    ledger: Ledger,
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    repo: str,
+    pr: int,
+    raw: str,
+    kind: str,
+    path: str,
+    what: str,
 ) -> ReplyResult:
-    new_id = created.get("id")
-    if isinstance(new_id, bool) or not isinstance(new_id, int):
-        raise KdevError("GitHub answered the reply without an id", REPLY_FAILED)
-    if ledger is not None:
-        ledger.record_posted_comment(repo, pr, new_id, f"reply-{kind}")
+    """Posts ``raw`` to ``path`` through the one comment gate (prepared, secret canary,
+    id recorded in the ledger)."""
+
+    def send(body: str) -> dict[str, Any]:
+        try:
+            return github.post_rest(path, {"body": body})
+        except GitHubError as exc:
+            raise _github_error(what, exc, REPLY_FAILED) from None
+
+    created = post_gated(
+        ledger, config, environ, repo, pr, raw, f"reply-{kind}", send, REPLY_FAILED
+    )
     return ReplyResult(
-        kind, new_id, str(created.get("node_id") or ""), str(created.get("html_url") or "")
+        kind, created["id"], str(created.get("node_id") or ""), str(created.get("html_url") or "")
     )
 
 
