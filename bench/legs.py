@@ -8,7 +8,12 @@ repository, the PRs' events interleaved. Each PR is opened, then gets a mix of:
   ``merge_base_into_head`` (a new head SHA, the same diff);
 - identical force-push: ``force_push`` with the PR's current files, one new commit on
   the base tip (a new head SHA, the same diff);
-- comment, label: ``updated_at`` moves, the head SHA does not.
+- comment, label: ``updated_at`` moves, the head SHA does not;
+- whitespace-only change: a push that re-indents ``return x`` into (or out of) an ``if``
+  in the PR's ``ws.py`` (a new diff: patch-ids are whitespace-significant);
+- overtaken force-push (a late event): a force-push with a changed file whose event is
+  delivered only after a second force-push back to the PR's files was reviewed; its head
+  was never fetched into the checkout, and review_pr runs for it last, out of order.
 
 Every event moves the PR's ``updated_at`` (the simulator clock moves 60 s before each),
 so the engine fires once per event. After each event :func:`wrapper.review.review_pr`
@@ -20,7 +25,11 @@ ledger in the temp dir, and budgets set so high that they never defer.
 Counted in the same run: the pipeline's legs (outcome ``reviewed``; every outcome is
 tallied), two baselines, (a) one leg per distinct head SHA and (b) one leg per PR update
 event, and the distinct diffs (patch-ids taken from the reports). The target is legs =
-distinct diffs. The mean wall time of ``review_pr`` calls that carried a verdict forward
+distinct diffs. The oracle of :mod:`tests.review_oracle` recomputes every patch-id from
+ghsim's repository and reports legs per distinct fired diff (target 1.00), misses (a
+diff that was the head diff when its event fired and got no leg), duplicate legs, wrong
+index entries (a head mapped to a patch-id not computed from it) and verdicts for a diff
+no leg saw (each target 0). The mean wall time of ``review_pr`` calls that carried a verdict forward
 is set against that of calls that ran a stub reviewer leg.
 
 Each call gets a fresh :class:`engine.github.GitHubClient` (and pacer), as each
@@ -45,6 +54,7 @@ from typing import Any
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
 from tests.ghsim import GitHubSim
+from tests.review_oracle import leg_counts, patch_id_of, unseen_verdicts, wrong_index_entries
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, Outcome
 from wrapper.ledger import Ledger
@@ -63,8 +73,9 @@ BUDGETS = {
 EVENT_STEP_SECONDS = 60  # simulator clock move before each event: updated_at moves
 FOLLOW_UPS = (2, 9)  # events after the open, per PR (inclusive range)
 OPEN_CHANCE = 0.2  # chance that the next event opens a new PR (while some are left)
-KINDS = ("push", "merge_base", "force_push", "comment", "label")
-KIND_WEIGHTS = (30, 20, 15, 20, 15)
+KINDS = ("push", "merge_base", "force_push", "comment", "label", "whitespace", "late")
+KIND_WEIGHTS = (30, 20, 15, 20, 15, 10, 8)
+WS_BODY = "def f(x, c):\n    if c:\n        pass\n{indent}return x\n"
 LABELS = ("bug", "enhancement", "needs-review", "wip", "docs")
 KIND_NAMES = {
     "open": "open",
@@ -73,6 +84,8 @@ KIND_NAMES = {
     "force_push": "identical force-push",
     "comment": "comment",
     "label": "label",
+    "whitespace": "whitespace-only change",
+    "late": "overtaken force-push (late)",
 }
 
 
@@ -82,7 +95,8 @@ class Event:
 
     kind: str
     index: int
-    files: dict[str, str] | None = None  # open, push: the change; force_push: all files
+    files: dict[str, str] | None = None  # open, push, whitespace: the change;
+    # force_push: all files; late: all files of the overtaken head
     text: str = ""  # comment body or label name
 
 
@@ -104,7 +118,10 @@ def make_trace(prs: int, seed: int = SEED) -> list[Event]:
     while opened < prs or active:
         if opened < prs and (not active or rng.random() < OPEN_CHANCE):
             opened += 1
-            change = {f"pr{opened}/change.py": content(opened, 0)}
+            change = {
+                f"pr{opened}/change.py": content(opened, 0),
+                f"pr{opened}/ws.py": WS_BODY.format(indent="    "),
+            }
             files[opened] = dict(change)
             revisions[opened] = 1
             left[opened] = rng.randint(*FOLLOW_UPS)
@@ -129,6 +146,15 @@ def make_trace(prs: int, seed: int = SEED) -> list[Event]:
             events.append(Event("merge_base", index, {f"base/{base_commits}.txt": "base\n"}))
         elif kind == "force_push":
             events.append(Event("force_push", index, dict(files[index])))
+        elif kind == "whitespace":
+            path = f"pr{index}/ws.py"
+            inside = files[index][path] == WS_BODY.format(indent="    ")
+            change = {path: WS_BODY.format(indent="        " if inside else "    ")}
+            files[index].update(change)
+            events.append(Event("whitespace", index, change))
+        elif kind == "late":
+            overtaken = {**files[index], f"pr{index}/change.py": content(index, -1)}
+            events.append(Event("late", index, overtaken))
         elif kind == "comment":
             events.append(Event("comment", index, text=f"comment {len(events)} on pr {index}"))
         else:
@@ -150,6 +176,11 @@ class LegsResult:
     patch_ids: int  # distinct patch-ids in the reports
     pr_patch_ids: int  # distinct (PR, patch-id): the ledger's dedup key
     ledger_legs: int  # lines in legs.jsonl for the trace
+    fired_diffs: int = 0  # distinct (PR, diff) that were the head diff when fired
+    misses: int = 0  # fired diffs with no leg
+    duplicate_legs: int = 0  # legs beyond the first for one (PR, diff)
+    wrong_index: int = 0  # index entries mapping a head to another head's patch-id
+    unseen: int = 0  # verdicts for a diff no leg saw
     times: dict[str, list[float]] = field(default_factory=dict)  # outcome -> seconds
     wall_seconds: float = 0.0
 
@@ -158,8 +189,15 @@ class LegsResult:
         return self.outcomes[Outcome.REVIEWED.value]
 
     @property
+    def legs_per_diff(self) -> float:
+        return self.legs / self.fired_diffs if self.fired_diffs else float("nan")
+
+    @property
     def target_met(self) -> bool:
-        return self.legs == self.patch_ids
+        return (
+            self.legs == self.fired_diffs
+            and self.misses == self.duplicate_legs == self.wrong_index == self.unseen == 0
+        )
 
 
 class _Pipeline:
@@ -193,9 +231,12 @@ class _Pipeline:
             "GITHUB_TOKEN": TOKEN,
         }
 
-    def review(self, ledger: Ledger, number: int) -> tuple[ReviewReport, float]:
-        """One fire for PR ``number``'s current head; returns the report and seconds."""
-        head = self.sim.pull(REPO, number).head_sha
+    def review(
+        self, ledger: Ledger, number: int, head: str | None = None
+    ) -> tuple[ReviewReport, float]:
+        """One fire for ``head`` (default: PR ``number``'s current head); returns the
+        report and seconds."""
+        head = head or self.sim.pull(REPO, number).head_sha
         request = ReviewRequest(repo=REPO, pr=number, head_sha=head, checkout=self.checkout)
         with GitHubClient(self.settings, pacer=RequestPacer()) as client:
             ctx = ReviewContext(
@@ -206,16 +247,17 @@ class _Pipeline:
             return report, time.perf_counter() - started
 
 
-def _apply(sim: GitHubSim, numbers: dict[int, int], event: Event) -> int:
-    """Make ``event`` happen in the simulator; returns the PR number."""
+def _apply(sim: GitHubSim, numbers: dict[int, int], event: Event) -> tuple[int, str | None]:
+    """Make ``event`` happen in the simulator; returns the PR number and, for a late
+    event, the overtaken head (reviewed after the current one)."""
     sim.advance(EVENT_STEP_SECONDS)
     if event.kind == "open":
         assert event.files is not None
         pull = sim.open_pr(REPO, f"pr{event.index}", event.files, title=f"Change {event.index}")
         numbers[event.index] = pull.number
-        return pull.number
+        return pull.number, None
     number = numbers[event.index]
-    if event.kind == "push":
+    if event.kind in ("push", "whitespace"):
         assert event.files is not None
         sim.push(REPO, number, event.files)
     elif event.kind == "merge_base":
@@ -229,9 +271,35 @@ def _apply(sim: GitHubSim, numbers: dict[int, int], event: Event) -> int:
         sim.comment(REPO, number, event.text)
     elif event.kind == "label":
         sim.label(REPO, number, event.text)
+    elif event.kind == "late":
+        assert event.files is not None
+        current = _tree_files(sim, number)
+        overtaken = sim.force_push(REPO, number, event.files)
+        sim.advance(EVENT_STEP_SECONDS)
+        sim.force_push(REPO, number, current)
+        return number, overtaken
     else:
         raise ValueError(f"unknown event kind {event.kind!r}")
-    return number
+    return number, None
+
+
+def _tree_files(sim: GitHubSim, number: int) -> dict[str, str]:
+    """The PR's own files at its head (those that differ from the base)."""
+    bare = sim.repo_path(REPO)
+    head = sim.pull(REPO, number).head_sha
+    names = subprocess.run(
+        ["git", "diff", "--name-only", f"main...{head}"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return {
+        name: subprocess.run(
+            ["git", "show", f"{head}:{name}"], cwd=bare, capture_output=True, text=True, check=True
+        ).stdout
+        for name in names
+    }
 
 
 def _warm_up(sim: GitHubSim, pipeline: _Pipeline, root: Path) -> None:
@@ -263,22 +331,39 @@ def measure(prs: int, workdir: Path) -> LegsResult:
         patch_ids: set[str] = set()
         pr_patch_ids: set[tuple[int, str]] = set()
         trace_start = ledger.clock()
+        bare = sim.repo_path(REPO)
+        fired: set[tuple[int, str]] = set()  # (PR, diff) that was the head diff when fired
+        excused: set[tuple[int, str]] = set()  # ... whose fire deferred or failed
         for event in trace:
-            number = _apply(sim, numbers, event)
-            heads.add((number, sim.pull(REPO, number).head_sha))
-            try:
-                report, seconds = pipeline.review(ledger, number)
-            except KdevError as exc:
-                outcome = f"error:{exc.reason}"
-            else:
-                outcome = report.outcome.value
-                times.setdefault(outcome, []).append(seconds)
-                if report.patch_id is not None:
-                    patch_ids.add(report.patch_id)
-                    pr_patch_ids.add((number, report.patch_id))
-            outcomes[outcome] += 1
-            by_kind.setdefault(event.kind, Counter())[outcome] += 1
+            number, late = _apply(sim, numbers, event)
+            head = sim.pull(REPO, number).head_sha
+            heads.add((number, head))
+            diff = patch_id_of(bare, "main", head)
+            for target in (head, late):
+                if target is None:
+                    continue
+                try:
+                    report, seconds = pipeline.review(ledger, number, target)
+                except KdevError as exc:
+                    outcome = f"error:{exc.reason}"
+                else:
+                    outcome = report.outcome.value
+                    times.setdefault(outcome, []).append(seconds)
+                    if report.patch_id is not None:
+                        patch_ids.add(report.patch_id)
+                        pr_patch_ids.add((number, report.patch_id))
+                kind = event.kind if target == head else "late event itself"
+                outcomes[outcome] += 1
+                by_kind.setdefault(kind, Counter())[outcome] += 1
+                if target == head and diff is not None:
+                    fired.add((number, diff))
+                    if outcome.startswith("error:") or outcome == "deferred_budget":
+                        excused.add((number, diff))
         ledger_legs = len(ledger.legs_since(REPO, trace_start))
+        legs_by_diff = leg_counts(ledger, REPO, bare)
+        prs_seen = sorted(numbers.values())
+        wrong = len(wrong_index_entries(ledger, REPO, prs_seen, bare))
+        unseen = len(unseen_verdicts(ledger, REPO, prs_seen, bare))
     return LegsResult(
         prs=prs,
         events=len(trace),
@@ -289,6 +374,11 @@ def measure(prs: int, workdir: Path) -> LegsResult:
         patch_ids=len(patch_ids),
         pr_patch_ids=len(pr_patch_ids),
         ledger_legs=ledger_legs,
+        fired_diffs=len(fired),
+        misses=sum(1 for key in fired - excused if legs_by_diff[key] == 0),
+        duplicate_legs=sum(count - 1 for count in legs_by_diff.values() if count > 1),
+        wrong_index=wrong,
+        unseen=unseen,
         times=times,
         wall_seconds=time.perf_counter() - began,
     )
@@ -313,6 +403,7 @@ def report(result: LegsResult) -> list[str]:
     reviewed_ms = _ms(reviewed, statistics.fmean)
     verdict = "met" if result.target_met else "not met"
     order = ["open", *KINDS]
+    late_order = [*order, "late event itself"]
 
     def row(label: str, value: object, note: str = "") -> str:
         shown = f"{value:8.2f}" if isinstance(value, float) else f"{value:>8}"
@@ -327,9 +418,10 @@ def report(result: LegsResult) -> list[str]:
         "  events: " + ", ".join(f"{KIND_NAMES[k]} {result.kinds[k]}" for k in order),
         "  outcomes: " + tally(result.outcomes),
     ]
-    for kind in order:
+    for kind in late_order:
         lines.append(
-            f"    after {KIND_NAMES[kind]:<24}{tally(result.by_kind.get(kind, Counter()))}"
+            f"    after {KIND_NAMES.get(kind, kind):<28}"
+            f"{tally(result.by_kind.get(kind, Counter()))}"
         )
     lines += [
         row(
@@ -350,7 +442,16 @@ def report(result: LegsResult) -> list[str]:
             f"ratio pipeline/(b) {_fraction(legs, result.events)}; "
             f"{result.events - legs} legs saved",
         ),
-        f"  target: legs = distinct diffs: {verdict} ({legs} legs, {result.patch_ids} diffs)",
+        row(
+            "legs per distinct fired diff",
+            result.legs_per_diff,
+            f"{legs} legs / {result.fired_diffs} (PR, diff) that were the head diff when fired",
+        ),
+        row("misses (fired diff, no leg)", result.misses),
+        row("duplicate legs (same PR and diff)", result.duplicate_legs),
+        row("wrong index entries", result.wrong_index, "head -> patch-id not its own"),
+        row("verdicts for a diff no leg saw", result.unseen),
+        f"  target: 1.00 legs per diff, 0 misses, 0 duplicates, 0 wrong entries: {verdict}",
         row(
             "carry-forward review_pr (ms)",
             carried_ms,

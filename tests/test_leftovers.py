@@ -107,3 +107,21 @@ def test_the_next_run_prunes_a_killed_runs_leftovers(bench: Bench) -> None:
     assert json.loads(result.stdout.strip().splitlines()[-1])["outcome"] == "reviewed"
     assert list(temp.iterdir()) == []
     assert not torn.exists() and worktrees() == 1
+
+
+def test_an_old_prompt_dir_that_a_process_holds_open_is_kept(tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    prompt = temp / "kdev-prompt-live"
+    prompt.mkdir(parents=True)
+    (prompt / "prompt.md").write_text("the diff")
+    with (prompt / "prompt.md").open("rb") as handle:  # only the child keeps it open
+        reader = subprocess.Popen(["sleep", "60"], stdin=handle)
+    try:
+        os.utime(prompt, (time.time() - 7200, time.time() - 7200))
+        prune_leftovers(None, None, max_age=3600, temp_dir=temp)
+        assert prompt.exists()  # a live reviewer reads it
+    finally:
+        reader.kill()
+        reader.wait(timeout=30)
+    prune_leftovers(None, None, max_age=3600, temp_dir=temp)
+    assert not prompt.exists()

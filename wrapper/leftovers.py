@@ -9,9 +9,11 @@ registration in the checkout. :func:`prune_leftovers`, run at the start of every
 - a scratch directory made by :func:`make_scratch` holds ``.kdev-owner.lock``, flocked by
   its run until that process dies; it is removed once the lock can be taken. One without
   the lock file (an older kdev, or a kill between mkdtemp and the lock) is removed when
-  older than ``max_age``;
-- a prompt directory is removed when older than ``max_age`` (the caller passes the
-  reviewer's timeout plus a margin: no live leg is older);
+  older than ``max_age`` and no process has it as its working directory or a file in it
+  open (``/proc``);
+- a prompt directory is removed on the same two conditions (the caller passes the
+  reviewer's timeout plus a margin as ``max_age``; a kdev with another configuration may
+  run longer, but while it runs it holds the prompt file open);
 - a ledger temp file is removed when older than :data:`TMP_MAX_AGE` (a live write lasts
   milliseconds);
 - ``git worktree prune`` then drops registrations whose directory is gone (under the
@@ -75,7 +77,7 @@ def _owner_dead(directory: Path, max_age: float, now: float) -> bool:
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
-        return _age(directory, now) > max_age
+        return _age(directory, now) > max_age and not _in_use(directory)
     except OSError:
         return False
     try:
@@ -85,6 +87,29 @@ def _owner_dead(directory: Path, max_age: float, now: float) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def _in_use(directory: Path) -> bool:
+    """True when a process (that we may inspect) has ``directory`` or a path under it as
+    its working directory or an open file. Without ``/proc``, nothing is known: False."""
+    prefix = f"{directory}/"
+    proc = Path("/proc")
+    for pid in proc.iterdir() if proc.is_dir() else []:
+        if not pid.name.isdigit():
+            continue
+        links = [pid / "cwd"]
+        try:
+            links += list((pid / "fd").iterdir())
+        except OSError:
+            pass
+        for link in links:
+            try:
+                target = os.readlink(link)
+            except OSError:
+                continue
+            if target == str(directory) or target.startswith(prefix):
+                return True
+    return False
 
 
 def _age(path: Path, now: float) -> float:
@@ -117,7 +142,11 @@ def prune_leftovers(
             continue
         if SCRATCH_NAME.match(entry.name) and _owner_dead(entry, max_age, moment):
             pruned.scratch += _remove(entry)
-        elif entry.name.startswith(PROMPT_PREFIX) and _age(entry, moment) > max_age:
+        elif (
+            entry.name.startswith(PROMPT_PREFIX)
+            and _age(entry, moment) > max_age
+            and not _in_use(entry)
+        ):
             pruned.prompts += _remove(entry)
     if reviews_dir is not None and reviews_dir.is_dir():
         for temp in reviews_dir.rglob(".*.tmp"):
