@@ -12,6 +12,7 @@ import pytest
 
 from tests.ghsim import GitHubSim
 from tests.test_review import BIN, REPO, Bench
+from tests.test_review_e2e import make_loop
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, GitHubFailed, Outcome
 from wrapper.git import Git
@@ -267,3 +268,19 @@ def test_force_without_head_sha_reviews_the_current_head(bench: Bench) -> None:
         assert (report["outcome"], report["head_sha"]) == ("reviewed", head)
         assert bench.legs() == expected_legs
     assert bench.ledger().read_index(REPO, pr.number)[head].carried_from is None
+
+
+def test_a_github_failure_shows_as_a_failed_run_in_li(tmp_path: Path) -> None:
+    """Through the engine: a 401 on the PR's metadata is a failed run (exit 10), not a
+    succeeded skipped_fork."""
+    for loop in make_loop(tmp_path, same_repo_only=True):
+        pr = loop.sim.open_pr(REPO, "f", {"a.py": "x = 1\n"})
+        loop.sim.inject_fault("GET", rf"/pulls/{pr.number}$", status=401, times=None)
+        [run] = loop.engine_pass()
+        detail = json.loads(loop.li("schedule", "run", str(run["id"]), "--json"))
+        assert detail["status"] == "failed", detail
+        assert detail["exit_code"] == 10, detail
+        assert "[github_auth]" in detail["stderr_tail"], detail
+        failed = json.loads(loop.li("schedule", "runs", "--status", "failed", "--json"))
+        assert [r["id"] for r in failed] == [run["id"]]
+        assert loop.legs() == 0
