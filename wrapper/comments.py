@@ -5,8 +5,10 @@ Every body goes through the same three gates before ``POST .../issues/{pr}/comme
 1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
    then every mention of ``mention_handle`` that the trigger detector would count
    rewritten as ``&#64;handle`` (so kdev's own comment can never summon kdev);
-2. the secret canary: when the value of any ``secret_env`` variable appears in the raw
-   or the prepared body, nothing is posted (``secret_in_output``);
+2. the secret canary: when a known secret (:func:`wrapper.leakscan.known_secrets`:
+   ``secret_env`` values, the token, webhook URLs, API keys) appears in the raw or the
+   prepared body, nothing is posted: ``secret_in_output`` as it is, ``secret_leak`` in
+   an encoded form (:func:`wrapper.leakscan.find_leak`);
 3. after a successful POST the new comment's id is appended to the ledger
    (``posted-comments.jsonl``), so ``kdev review-pr --comment-id ID`` of that comment is
    ``skipped_self_comment``.
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from engine.github import GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
+from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger import Ledger, VerdictRecord
 from wrapper.neutralise import contains_secret, prepare_comment
 
@@ -78,13 +81,14 @@ def post_comment(
             "invalid_config",
         )
     body = comment_body(raw, handle)
-    secrets = [environ.get(name, "") for name in config.secret_env]
+    secrets = known_secrets(config, environ)
     if contains_secret((raw, body), secrets):
         raise LedgerError(
             f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
             "variable; nothing was posted",
             "secret_in_output",
         )
+    refuse_leak((raw, body), secrets, f"the {purpose} comment for {repo} #{pr}")
     try:
         created = github.post_issue_comment(repo, pr, body)
     except GitHubError as exc:

@@ -25,6 +25,7 @@ from engine.github import NOT_FOUND, GitHubClient, GitHubError
 from wrapper.comments import MAX_BODY_CHARS
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
+from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger import Ledger
 from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
 
@@ -153,12 +154,13 @@ def prepare_reply(raw: str, config: KdevConfig, environ: Mapping[str, str]) -> s
     text = raw[:MAX_BODY_CHARS]
     handle = config.mention_handle
     body = prepare_comment(text, handle) if handle else escape_prose(text)
-    secrets = [environ.get(name, "") for name in config.secret_env]
+    secrets = known_secrets(config, environ)
     if contains_secret((raw, body), secrets):
         raise LedgerError(
             "the reply contains the value of a secret_env variable; nothing was posted",
             "secret_in_output",
         )
+    refuse_leak((raw, body), secrets, "the reply")
     return body
 
 
