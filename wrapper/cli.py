@@ -27,7 +27,10 @@ from wrapper.credentials import harden_process, kdev_environ
 from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
+from wrapper.leakscan import known_secrets
 from wrapper.ledger import Ledger, check_sha
+from wrapper.logredact import REDACTOR
+from wrapper.logredact import install as install_log_redaction
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
@@ -74,10 +77,13 @@ def main(
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    install_log_redaction()
+    REDACTOR.add(kdev_environ().get(name, "") for name in ("GITHUB_TOKEN",))
 
 
 def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
     config = load_config(os.environ.get("KDEV_CONFIG"))
+    REDACTOR.add(known_secrets(config, kdev_environ()))
     directory = resolve_reviews_dir(config, reviews_dir)
     return config, Ledger(directory)
 
