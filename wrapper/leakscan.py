@@ -89,8 +89,10 @@ def find_leak(texts: str | Iterable[str], secrets: Iterable[str]) -> str | None:
         views = _views(text)
         reduced = [_reduce(view) for view in views]
         for secret in values:
-            if any(secret in view for view in views):
+            if secret in text:
                 return "raw"
+            if secret in views[1]:
+                return "url"
             for form, needle in _needles(secret):
                 if any(needle in view for view in reduced):
                     return form
