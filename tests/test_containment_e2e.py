@@ -221,6 +221,9 @@ def test_a_hostile_reviewer_finds_nothing_and_a_clean_review_is_posted(
 ) -> None:
     before = (scene.checkout / ".git" / "config").read_text()
     write_config(scene, exfil, "none")
+    token_file = scene.root / "token"  # the token from a file this time, not a variable
+    token_file.write_text(scene.env.pop("GITHUB_TOKEN") + "\n")
+    scene.env["GITHUB_TOKEN_FILE"] = str(token_file)
     result = scene.kdev(*scene.review_args(), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["outcome"] == "reviewed"
