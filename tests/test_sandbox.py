@@ -57,6 +57,7 @@ def connect():
 found["connect_host_loopback"] = attempt(connect)
 status = open("/proc/self/status").read()
 found["no_new_privs"] = [l for l in status.splitlines() if l.startswith("NoNewPrivs")]
+found["status"] = status
 print(json.dumps(found))
 """
 
@@ -195,3 +196,27 @@ def test_required_without_bwrap_refuses_and_preferred_warns_once(
     assert len([r for r in caplog.records if "bubblewrap cannot run" in r.message]) == 1
     assert resolve_sandbox("off").kind == "off"
     assert resolve_sandbox("required").kind == "bwrap"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bwrap without a user namespace needs root")
+def test_bwrap_as_root_without_user_namespaces_drops_every_capability(
+    tmp_path: Path, listener: socket.socket
+) -> None:
+    # What kdev picks as root where user namespaces are off (CI containers often are).
+    assert probe_bwrap("bwrap", userns=False) is None
+    sandbox = Sandbox(
+        "bwrap",
+        bwrap="/usr/bin/bwrap",
+        extra_paths=(*PYTHON_PATHS, str(tmp_path / "scripts")),
+        userns=False,
+    )
+    found, tree = run_probe(tmp_path, sandbox, listener)
+    assert found["uid"] == 0
+    status = found["status"]
+    # No capability after exec, and none to gain (no_new_privs blocks setuid/file caps).
+    assert "CapEff:\t0000000000000000" in status and "CapPrm:\t0000000000000000" in status
+    assert found["no_new_privs"] == ["NoNewPrivs:\t1"]
+    assert max(found["pids"]) < 100 and os.getpid() not in found["pids"]
+    assert found["read_secret_file"] == "FileNotFoundError"
+    assert found["write_tree"] == "OSError" and not (tree / "planted.txt").exists()
+    assert "GITHUB_TOKEN" not in found["env"] and found["env"]["HOME"] == SANDBOX_HOME

@@ -5,7 +5,9 @@ The reviewer reads attacker-influenced text, so it is treated as hostile. A
 :class:`Launch` (the argv, environment, cwd and pre-exec hook that ``Popen`` gets):
 
 - ``bwrap``: ``bwrap`` with a new PID, IPC, UTS, cgroup and user namespace (uid and gid
-  65534 inside, no capabilities, no nested user namespaces), ``--die-with-parent`` and
+  65534 inside, no capabilities, no nested user namespaces; as root where user
+  namespaces are off: no user namespace, uid 0 with every capability dropped),
+  ``--die-with-parent`` and
   ``--new-session``; its own ``/proc`` and a minimal ``/dev``; ``/usr`` (and the
   ``/bin``, ``/lib*`` links) plus a short list of ``/etc`` files read-only; tmpfs
   ``/tmp`` and a tmpfs ``HOME`` (:data:`SANDBOX_HOME`); the review tree read-only at its
@@ -72,13 +74,17 @@ ETC_FILES = (
     "/etc/mime.types",
     "/etc/os-release",
 )
-_NAMESPACES = (
+_USER_NAMESPACE = (
     "--unshare-user",
     "--uid",
     str(SANDBOX_UID),
     "--gid",
     str(SANDBOX_UID),
     "--disable-userns",
+)
+# Root where user namespaces are off: uid 0 inside, but without any capability.
+_NO_USER_NAMESPACE = ("--cap-drop", "ALL")
+_OTHER_NAMESPACES = (
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -86,6 +92,14 @@ _NAMESPACES = (
     "--die-with-parent",
     "--new-session",
 )
+
+
+def namespace_flags(userns: bool) -> tuple[str, ...]:
+    """bwrap's namespace flags: with a user namespace (uid 65534), or without one
+    (root only: all capabilities dropped)."""
+    return (*(_USER_NAMESPACE if userns else _NO_USER_NAMESPACE), *_OTHER_NAMESPACES)
+
+
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
@@ -159,6 +173,7 @@ class Sandbox:
     bwrap: str | None = None
     extra_paths: tuple[str, ...] = ()
     reason: str = ""  # why not bwrap (fallback)
+    userns: bool = True  # bwrap: a user namespace (else root without capabilities)
     uid: int | None = field(default=None)  # the fallback's separate uid (root only)
 
     def launch(
@@ -204,7 +219,7 @@ class Sandbox:
         self._check_visible(argv[0])
         env["HOME"] = SANDBOX_HOME
         env["TMPDIR"] = "/tmp"
-        args = [self.bwrap, *_NAMESPACES]
+        args = [self.bwrap, *namespace_flags(self.userns)]
         if not network:
             args.append("--unshare-net")
         args += _system_binds()
@@ -256,13 +271,14 @@ class Sandbox:
         return Launch(executable, argv, env, str(tree), _drop_privileges(self.uid))
 
 
-def probe_bwrap(bwrap: str) -> str | None:
+def probe_bwrap(bwrap: str, *, userns: bool = True) -> str | None:
     """None when ``bwrap`` runs a trivial sandbox with kdev's namespace flags here; else
     why not, in one line."""
     found = shutil.which(bwrap) if "/" not in bwrap else (bwrap if os.path.exists(bwrap) else None)
     if found is None:
         return f"{bwrap} not found"
-    argv = [found, *_NAMESPACES, *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"]
+    flags = namespace_flags(userns)
+    argv = [found, *flags, *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"]
     try:
         result = subprocess.run(
             argv,
@@ -278,6 +294,22 @@ def probe_bwrap(bwrap: str) -> str | None:
         last = result.stderr.decode("utf-8", "replace").strip().splitlines()
         return f"{found} failed: {last[-1] if last else f'exit {result.returncode}'}"
     return None
+
+
+def _working_bwrap(bwrap: str, paths: tuple[str, ...]) -> Sandbox | str:
+    """The bwrap sandbox (with a user namespace; as root also without one), or why not."""
+    problem = probe_bwrap(bwrap)
+    userns = True
+    if problem is not None and os.geteuid() == 0 and probe_bwrap(bwrap, userns=False) is None:
+        userns = False
+        log.info(
+            "no user namespaces here (%s): bwrap runs reviewers as root without capabilities",
+            problem,
+        )
+    elif problem is not None:
+        return problem
+    found = shutil.which(bwrap) if "/" not in bwrap else bwrap
+    return Sandbox("bwrap", bwrap=found, extra_paths=paths, userns=userns)
 
 
 _resolved: dict[tuple[str, str, tuple[str, ...]], Sandbox] = {}
@@ -300,23 +332,27 @@ def resolve_sandbox(
         if policy == "off":
             sandbox = Sandbox("off")
         else:
-            problem = probe_bwrap(bwrap)
-            if problem is None:
-                found = shutil.which(bwrap) if "/" not in bwrap else bwrap
-                sandbox = Sandbox("bwrap", bwrap=found, extra_paths=paths)
-            elif policy == "required":
-                raise ConfigError(
-                    f"sandbox: required, but bubblewrap cannot run here ({problem})",
-                    "sandbox_unavailable",
-                )
+            working = _working_bwrap(bwrap, paths)
+            if isinstance(working, Sandbox):
+                sandbox = working
             else:
-                uid = SANDBOX_UID if os.geteuid() == 0 else None
-                log.warning(
-                    "bubblewrap cannot run here (%s): reviewers run in the fallback "
-                    "(%s, no_new_privs, scrubbed env, private HOME)",
-                    problem,
-                    f"uid {uid}" if uid is not None else "same uid",
-                )
-                sandbox = Sandbox("fallback", reason=problem, uid=uid)
+                sandbox = _fallback(policy, working)
         _resolved[key] = sandbox
         return sandbox
+
+
+def _fallback(policy: SandboxPolicy, problem: str) -> Sandbox:
+    """``required``: the refusal; ``preferred``: the warning and the fallback."""
+    if policy == "required":
+        raise ConfigError(
+            f"sandbox: required, but bubblewrap cannot run here ({problem})",
+            "sandbox_unavailable",
+        )
+    uid = SANDBOX_UID if os.geteuid() == 0 else None
+    log.warning(
+        "bubblewrap cannot run here (%s): reviewers run in the fallback "
+        "(%s, no_new_privs, scrubbed env, private HOME)",
+        problem,
+        f"uid {uid}" if uid is not None else "same uid",
+    )
+    return Sandbox("fallback", reason=problem, uid=uid)
