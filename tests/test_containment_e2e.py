@@ -254,9 +254,30 @@ def test_an_encoded_secret_reaches_no_verdict_comment_notification_or_log(
     assert_contained(scene, exfil, before)
 
 
-def test_no_reviewer_process_survives_kill_9_of_kdev(scene: Scene, exfil: Exfil) -> None:
+SYSTEM_PYTHON = "/usr/bin/python3"
+# The fallback as root: bwrap unusable, the reviewer as uid 65534 under wrapper.reaper
+# (65534 cannot run the test's interpreter under /root, so the system one runs it).
+FALLBACK = {
+    "sandbox": "preferred",
+    "sandbox_bwrap": "/nonexistent/bwrap",
+    "reviewer": {
+        "backend": "command",
+        "argv": [SYSTEM_PYTHON, "-P", str(HOSTILE)],
+        "model": "hostile",
+        "timeout_seconds": 60,
+        "env_passthrough": ["ANTHROPIC_API_KEY"],
+    },
+}
+needs_root_fallback = pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists(SYSTEM_PYTHON),
+    reason="the separate-uid fallback needs root and a system Python",
+)
+
+
+@pytest.mark.parametrize("kind", ["bwrap", pytest.param("fallback", marks=needs_root_fallback)])
+def test_no_reviewer_process_survives_kill_9_of_kdev(scene: Scene, exfil: Exfil, kind: str) -> None:
     scene.env["HOSTILE_HANG"] = "1"
-    write_config(scene, exfil, "none")
+    write_config(scene, exfil, "none", **(FALLBACK if kind == "fallback" else {}))
     kdev = subprocess.Popen(
         [str(BIN / "kdev"), *scene.review_args()],
         env=scene.env,
@@ -285,3 +306,22 @@ def test_sandbox_required_without_bwrap_refuses_with_one_line(scene: Scene, exfi
     assert last.startswith("error: ") and last.endswith("[sandbox_unavailable]")
     assert exfil.bodies == [] and posted(scene) == []
     assert "sandbox_unavailable" in notifications(scene)
+
+
+@needs_root_fallback
+def test_the_root_fallback_contains_the_hostile_reviewer_too(scene: Scene, exfil: Exfil) -> None:
+    before = (scene.checkout / ".git" / "config").read_text()
+    write_config(scene, exfil, "none", **FALLBACK)
+    result = scene.kdev(*scene.review_args(), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outcome"] == "reviewed"
+    assert "bubblewrap cannot run here" in result.stderr  # said once, at the start
+    assert result.stderr.count("bubblewrap cannot run here") == 1
+    [loot] = exfil.bodies
+    harvest = json.loads(loot)
+    assert harvest["env"]["HOME"] != scene.env["HOME"]  # a private HOME, not kdev's
+    assert find_leak(loot.decode(), [scene.token]) is None
+    assert all(v != "written" for v in harvest["planted"].values()), harvest["planted"]
+    assert (scene.checkout / ".git" / "config").read_text() == before
+    assert scene.wait_until_gone() == []  # the daemon went with the reviewer (reaper)
+    assert find_leak([*posted(scene), *verdict_texts(scene)], [scene.token, API_KEY]) is None

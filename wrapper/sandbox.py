@@ -15,10 +15,12 @@ The reviewer reads attacker-influenced text, so it is treated as hostile. A
   read-only; ``sandbox_paths`` from the config read-only; ``--unshare-net`` when the
   backend needs no network. Nothing else of the host exists inside: not the checkout,
   not its ``.git``, not the real ``HOME``, not kdev's ``/proc``.
-- ``fallback`` (bwrap cannot run here): a separate uid and gid (65534) with no
-  supplementary groups when kdev runs as root, ``no_new_privs``, the parent-death
-  signal, and a fresh private ``HOME`` and ``TMPDIR`` under the leg's directory. Its
-  guarantees and limits are in docs/reviewers.md.
+- ``fallback`` (bwrap cannot run here): the reviewer starts under the supervisor
+  :mod:`wrapper.reaper` (a child subreaper that kills the reviewer's whole tree, daemons
+  included, when the reviewer ends or kdev dies), as a separate uid and gid (65534) with
+  no supplementary groups when kdev runs as root, with ``no_new_privs``, the
+  parent-death signal, and a fresh private ``HOME`` and ``TMPDIR`` under the leg's
+  directory. Its guarantees and limits are in docs/reviewers.md.
 - ``off``: the reviewer runs as before (own session, scrubbed environment, death signal).
 
 The environment always comes from the reviewer allow-list
@@ -39,6 +41,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -102,7 +105,6 @@ def namespace_flags(userns: bool) -> tuple[str, ...]:
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
-_PR_SET_NO_NEW_PRIVS = 38
 
 
 @dataclass(frozen=True)
@@ -138,19 +140,6 @@ def set_non_dumpable() -> bool:
     except (OSError, AttributeError):
         return False
     return True
-
-
-def _drop_privileges(uid: int | None) -> Callable[[], None]:
-    def preexec() -> None:
-        if uid is not None:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-        # After the uid change: changing credentials clears the death signal.
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        _prctl(_PR_SET_NO_NEW_PRIVS, 1)
-
-    return preexec
 
 
 def _system_binds() -> list[str]:
@@ -268,7 +257,10 @@ class Sandbox:
             for path in readonly:
                 path.parent.chmod(0o711)
                 os.chown(path, self.uid, self.uid)
-        return Launch(executable, argv, env, str(tree), _drop_privileges(self.uid))
+        # Through the supervisor: the reviewer's whole tree dies with kdev (wrapper.reaper).
+        uid = "-" if self.uid is None else str(self.uid)
+        supervised = [sys.executable, "-I", "-m", "wrapper.reaper", uid, "--", executable, *argv]
+        return Launch(sys.executable, supervised, env, str(tree), die_with_parent)
 
 
 def probe_bwrap(bwrap: str, *, userns: bool = True) -> str | None:
