@@ -104,21 +104,18 @@ def run_probe(
     return json.loads(output), tree
 
 
-def bwrap_sandbox(tmp_path: Path) -> Sandbox:
-    problem = probe_bwrap("bwrap")
-    assert problem is None, f"bwrap must work here (CI installs it): {problem}"
-    return Sandbox("bwrap", bwrap="/usr/bin/bwrap", extra_paths=(*PYTHON_PATHS, str(tmp_path)))
+def bwrap_sandbox(*extra: str) -> Sandbox:
+    """bwrap as kdev would pick it here: a user namespace where they work, else (root)
+    none. bwrap itself must work: CI installs it."""
+    chosen = resolve_sandbox("required")
+    assert chosen.kind == "bwrap" and chosen.bwrap is not None
+    return Sandbox("bwrap", bwrap=chosen.bwrap, extra_paths=extra, userns=chosen.userns)
 
 
 def test_bwrap_hides_the_host_and_the_token(tmp_path: Path, listener: socket.socket) -> None:
-    sandbox = Sandbox(
-        "bwrap",
-        bwrap=resolve_sandbox("preferred").bwrap,
-        extra_paths=(*PYTHON_PATHS, str(tmp_path / "scripts")),
-    )
-    assert sandbox.bwrap is not None
+    sandbox = bwrap_sandbox(*PYTHON_PATHS, str(tmp_path / "scripts"))
     found, tree = run_probe(tmp_path, sandbox, listener)
-    assert found["uid"] == SANDBOX_UID
+    assert found["uid"] == (SANDBOX_UID if sandbox.userns else 0)
     assert "GITHUB_TOKEN" not in found["env"] and found["env"]["ALLOWED"] == "yes"
     assert ENVIRON["GITHUB_TOKEN"] not in json.dumps(found)
     assert found["env"]["HOME"] == SANDBOX_HOME and found["home_entries"] == []
@@ -135,7 +132,8 @@ def test_bwrap_hides_the_host_and_the_token(tmp_path: Path, listener: socket.soc
 def test_bwrap_without_network_for_a_backend_that_needs_none(
     tmp_path: Path, listener: socket.socket
 ) -> None:
-    found, _ = run_probe(tmp_path, bwrap_sandbox(tmp_path), listener, network=False)
+    sandbox = bwrap_sandbox(*PYTHON_PATHS, str(tmp_path / "scripts"))
+    found, _ = run_probe(tmp_path, sandbox, listener, network=False)
     assert found["connect_host_loopback"] != "ok"
 
 
@@ -220,3 +218,15 @@ def test_bwrap_as_root_without_user_namespaces_drops_every_capability(
     assert found["read_secret_file"] == "FileNotFoundError"
     assert found["write_tree"] == "OSError" and not (tree / "planted.txt").exists()
     assert "GITHUB_TOKEN" not in found["env"] and found["env"]["HOME"] == SANDBOX_HOME
+
+
+def test_a_link_into_an_unbound_directory_is_refused_too(tmp_path: Path) -> None:
+    bound = tmp_path / "bin"
+    bound.mkdir()
+    (bound / "reviewer").symlink_to(os.path.realpath(sys.executable))
+    (tmp_path / "tree").mkdir()
+    sandbox = bwrap_sandbox(str(bound))
+    reviewer = CommandReviewer(argv=[str(bound / "reviewer"), "-c", "print(1)"])
+    with pytest.raises(ReviewerSpawnError) as caught:
+        run_reviewer_text(reviewer, "p", tmp_path / "tree", ENVIRON, sandbox=sandbox)
+    assert "sandbox_paths" in caught.value.message

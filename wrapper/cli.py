@@ -78,7 +78,7 @@ def main(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     install_log_redaction()
-    REDACTOR.add(kdev_environ().get(name, "") for name in ("GITHUB_TOKEN",))
+    REDACTOR.add([kdev_environ().get("GITHUB_TOKEN", "")])
 
 
 def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:

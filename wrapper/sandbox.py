@@ -206,6 +206,7 @@ class Sandbox:
     ) -> Launch:
         assert self.bwrap is not None
         self._check_visible(argv[0])
+        self._check_visible(os.path.realpath(argv[0]))  # a link into an unbound directory
         env["HOME"] = SANDBOX_HOME
         env["TMPDIR"] = "/tmp"
         args = [self.bwrap, *namespace_flags(self.userns)]
