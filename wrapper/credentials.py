@@ -76,7 +76,9 @@ def harden_process() -> None:
     ``os.environ`` (kept in memory for :func:`kdev_environ`)."""
     global _token
     set_non_dumpable()
-    _token = take_github_token(os.environ)
+    taken = take_github_token(os.environ)
+    if taken is not None:  # a second command in one process finds the variables gone
+        _token = taken
 
 
 def kdev_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
