@@ -221,6 +221,8 @@ class _Pipeline:
                 },
                 "notify": [{"type": "file", "path": str(root / "notes.jsonl")}],
                 "reviewer_env": ["PYTHONPATH"],
+                # The stub runs in the reviewer sandbox like a real reviewer would.
+                "sandbox_paths": [sys.prefix, sys.base_prefix, str(PROJECT_ROOT)],
                 "budgets": BUDGETS,
             }
         )

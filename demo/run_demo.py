@@ -45,12 +45,15 @@ def setup_pipeline(
     checkout = root / "checkout"
     subprocess.run(["git", "clone", "-q", str(sim.repo_path(repo)), str(checkout)], check=True)
     config = root / "kdev.yaml"
+    source = Path(__file__).resolve().parent.parent
     config.write_text(
         "reviewer:\n"
         "  backend: command\n"
         f"  argv: [{sys.executable}, -P, -m, wrapper.stub_reviewer]\n"
         "  model: stub-reviewer\n"
         "  timeout_seconds: 60\n"
+        # The stub runs in the sandbox: it needs this Python and the wrapper package.
+        f"sandbox_paths: [{sys.prefix}, {sys.base_prefix}, {source}]\n"
         "budgets:\n  daily_legs_per_repo: 20\n  daily_rounds_per_pr: 5\n"
         f"notify:\n  - type: file\n    path: {root / 'notifications.jsonl'}\n",
         encoding="utf-8",

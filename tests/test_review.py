@@ -48,6 +48,9 @@ class Bench:
             },
             "notify": [{"type": "file", "path": str(self.root / "notes.jsonl")}],
             "reviewer_env": ["PYTHONPATH", "KDEV_STUB_SLEEP", "KDEV_STUB_EXIT"],
+            # These tests watch the stub's processes and files from outside; containment
+            # has its own tests (test_sandbox.py, test_containment_e2e.py).
+            "sandbox": "off",
         }
         data.update(overrides)
         return KdevConfig.model_validate(data)

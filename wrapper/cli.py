@@ -23,10 +23,14 @@ from engine.errors import LiError
 from engine.github import github_client
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
+from wrapper.credentials import harden_process, kdev_environ
 from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
+from wrapper.leakscan import known_secrets
 from wrapper.ledger import Ledger, check_sha
+from wrapper.logredact import REDACTOR
+from wrapper.logredact import install as install_log_redaction
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
@@ -67,15 +71,19 @@ def main(
     ),
 ) -> None:
     """kdev: the review wrapper."""
+    harden_process()
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    install_log_redaction()
+    REDACTOR.add([kdev_environ().get("GITHUB_TOKEN", "")])
 
 
 def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
     config = load_config(os.environ.get("KDEV_CONFIG"))
+    REDACTOR.add(known_secrets(config, kdev_environ()))
     directory = resolve_reviews_dir(config, reviews_dir)
     return config, Ledger(directory)
 
@@ -102,11 +110,9 @@ def review_pr_cmd(
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        settings = Settings.from_env()
+        settings = Settings.from_env(kdev_environ())
         with github_client(settings) as client:
-            ctx = ReviewContext(
-                config=config, ledger=ledger, github=client, environ=dict(os.environ)
-            )
+            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             report = review_pr(
                 ReviewRequest(
                     repo=repo,
@@ -171,11 +177,9 @@ def describe_pr_cmd(
         check_repo(repo)
         if head_sha:
             check_sha(head_sha, "--head-sha")
-        settings = Settings.from_env()
+        settings = Settings.from_env(kdev_environ())
         with github_client(settings) as client:
-            ctx = ReviewContext(
-                config=config, ledger=ledger, github=client, environ=dict(os.environ)
-            )
+            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             report = describe_pr(
                 ReviewRequest(
                     repo=repo,
@@ -313,14 +317,14 @@ def pr_sweep_cmd(
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         sweep_config = load_sweep_config(repos_config)
-        settings = Settings.from_env()
+        settings = Settings.from_env(kdev_environ())
         with github_client(settings) as client:
             ctx = SweepContext(
                 config=sweep_config,
                 kdev=config,
                 ledger=ledger,
                 github=client,
-                environ=dict(os.environ),
+                environ=kdev_environ(),
                 dry_run=dry_run,
                 retry_deferred=retry_deferred,
             )
@@ -386,7 +390,7 @@ def watch_cmd(
             seconds = parse_duration(max_duration, what="--max-duration")
         except LiError as exc:
             raise ConfigError(exc.message, exc.reason) from None
-        with github_client(Settings.from_env()) as client:
+        with github_client(Settings.from_env(kdev_environ())) as client:
             watch = PrWatch(client, repo, pr, emit, interval=interval, max_duration=seconds)
             return watch.run().exit_code
 
@@ -408,7 +412,7 @@ def comments_cmd(
 
     def work() -> None:
         check_repo(repo)
-        with github_client(Settings.from_env()) as client:
+        with github_client(Settings.from_env(kdev_environ())) as client:
             report = collect_feedback(client, repo, pr, unresolved=unresolved)
         if as_json:
             typer.echo(json.dumps(report.to_json()))
@@ -446,8 +450,8 @@ def reply_cmd(
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        with github_client(Settings.from_env()) as client:
-            result = reply(client, config, dict(os.environ), repo, pr, comment_id, text, ledger)
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            result = reply(client, config, kdev_environ(), repo, pr, comment_id, text, ledger)
         if as_json:
             typer.echo(json.dumps(result.to_json()))
         else:
@@ -467,7 +471,7 @@ def resolve_cmd(
 
     def work() -> None:
         check_repo(repo)
-        with github_client(Settings.from_env()) as client:
+        with github_client(Settings.from_env(kdev_environ())) as client:
             thread = resolve(client, repo, pr, node)
         typer.echo(f"resolved: thread {thread.id}")
 
@@ -480,7 +484,7 @@ def hide_cmd(node: str = typer.Option(..., "--node", help="Node id of the commen
     from wrapper.threads import hide
 
     def work() -> None:
-        with github_client(Settings.from_env()) as client:
+        with github_client(Settings.from_env(kdev_environ())) as client:
             reason = hide(client, node)
         typer.echo(f"hidden: {node} ({reason})")
 
@@ -500,7 +504,7 @@ def pr_status_cmd(
     def work() -> None:
         _, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        with github_client(Settings.from_env()) as client:
+        with github_client(Settings.from_env(kdev_environ())) as client:
             status = pr_status(client, ledger, repo, pr)
         if as_json:
             typer.echo(json.dumps(status.to_json()))

@@ -7,8 +7,10 @@ descriptions, the author-loop replies of :mod:`wrapper.threads`); it applies, in
    then every mention of ``mention_handle`` that the trigger detector would count
    rewritten as ``&#64;handle`` (so kdev's own comment can never summon kdev); without a
    ``mention_handle`` (author-loop replies only) prose is still escaped;
-2. the secret canary: when the value of any ``secret_env`` variable appears in the raw
-   or the prepared body, nothing is posted (``secret_in_output``);
+2. the secret canary: when a known secret (:func:`wrapper.leakscan.known_secrets`:
+   ``secret_env`` values, the token, webhook URLs, API keys) appears in the raw or the
+   prepared body, nothing is posted: ``secret_in_output`` as it is, ``secret_leak`` in
+   an encoded form (:func:`wrapper.leakscan.find_leak`);
 3. after a successful POST the new comment's id is appended to the ledger
    (``posted-comments.jsonl``), so ``kdev review-pr --comment-id ID`` of that comment is
    ``skipped_self_comment``. There is no way to post without a ledger: the self-loop is
@@ -27,6 +29,7 @@ from typing import Any
 from engine.github import GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
+from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger import Ledger, VerdictRecord
 from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
 
@@ -76,13 +79,14 @@ def post_gated(
     comment's id under ``purpose``; returns GitHub's answer. ``send`` raises its own
     KdevError for a failed POST; an answer without an id is ``failure_reason``."""
     body = comment_body(raw, config.mention_handle)
-    secrets = [environ.get(name, "") for name in config.secret_env]
+    secrets = known_secrets(config, environ)
     if contains_secret((raw, body), secrets):
         raise LedgerError(
             f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
             "variable; nothing was posted",
             "secret_in_output",
         )
+    refuse_leak((raw, body), secrets, f"the {purpose} comment for {repo} #{pr}")
     created = send(body)
     comment_id = created.get("id")
     if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1:

@@ -54,6 +54,8 @@ class CommandReviewer(_Strict):
     env_passthrough: list[str] = Field(default_factory=list)
     # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.roster).
     roster: bool = False
+    # The CLI calls its LLM API itself; false: no network inside the sandbox.
+    network: bool = True
 
 
 class OpenAIReviewer(_Strict):
@@ -142,6 +144,21 @@ class KdevConfig(_Strict):
     fork_review_on_mention: bool = True
     # A Jinja2 file replacing templates/describe.md.j2 (kdev describe-pr).
     describe_template: str | None = None
+    # Where command reviewers run (wrapper.sandbox, docs/reviewers.md): bubblewrap, or
+    # refuse to review without it (required), or fall back with a warning (preferred).
+    sandbox: Literal["required", "preferred", "off"] = "preferred"
+    # Absolute paths bound read-only into the sandbox (the reviewer CLI's install).
+    sandbox_paths: list[str] = Field(default_factory=list)
+    # The bubblewrap executable (a name on PATH or an absolute path).
+    sandbox_bwrap: str = "bwrap"
+
+    @field_validator("sandbox_paths")
+    @classmethod
+    def _absolute_paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not os.path.isabs(os.path.expanduser(path)):
+                raise ValueError(f"sandbox_paths entry {path!r} is not an absolute path")
+        return value
 
     @field_validator("mention_allowlist", mode="before")
     @classmethod

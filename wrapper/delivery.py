@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from wrapper.comments import post_comment, review_comment_text
 from wrapper.errors import KdevError, LedgerError
+from wrapper.leakscan import known_secrets
 from wrapper.ledger import Ledger, VerdictRecord, check_sha
 from wrapper.notify import send, verdict_notification
 
@@ -152,7 +153,7 @@ def write_verdict_owing_delivery(
     kdev killed before step 9 delivers them on its next run (:mod:`wrapper.delivery`)."""
     owed = Owed(record.patch_id, req.head_sha, True, ctx.config.posts_review_comments)
     record_owed(ctx.ledger, req.repo, req.pr, owed)
-    secrets = [ctx.environ.get(name, "") for name in ctx.config.secret_env]
+    secrets = known_secrets(ctx.config, ctx.environ)
     try:
         return ctx.ledger.write_verdict(req.repo, req.pr, record, secrets=secrets)
     except BaseException:

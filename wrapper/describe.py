@@ -129,6 +129,7 @@ def _describe_leg(
             ctx.environ,
             extra_env_names=ctx.config.reviewer_env,
             transport=ctx.reviewer_transport,
+            sandbox=ctx.sandbox,
         )
         header = HEADER.format(head=req.head_sha[:12], model=reviewer.model)
         posted = post_comment(

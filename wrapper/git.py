@@ -1,13 +1,18 @@
 """The only module that runs git.
 
 :class:`Git` is bound to one repository directory. Every call runs ``git`` from an argv
-list (never a shell) with hooks disabled, no submodule recursion and file-protocol
-remotes allowed (``-c core.hooksPath=/dev/null -c submodule.recurse=false
--c protocol.file.allow=always -c advice.detachedHead=false``), in an environment with
-``GIT_TERMINAL_PROMPT=0`` (git never waits for a password), ``GIT_CONFIG_NOSYSTEM=1``
-(no system-wide config) and ``LC_ALL=C`` (stable messages), without the variables that
-would point git at another repository (``GIT_DIR``, ``GIT_WORK_TREE`` ...). Each call
-runs in its own process group, which is killed when the call passes ``timeout``.
+list (never a shell) with hooks and the file-system monitor disabled, no pager and no
+editor, no submodule recursion and file-protocol remotes allowed (``-c
+core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat -c core.editor=true
+-c sequence.editor=true -c submodule.recurse=false -c protocol.file.allow=always -c
+advice.detachedHead=false``): a program named in the repository's own config never runs
+in kdev. The environment has ``GIT_TERMINAL_PROMPT=0`` (git never waits for a
+password), ``GIT_CONFIG_NOSYSTEM=1`` (no system-wide config), ``GIT_PAGER``/``PAGER``
+``cat``, ``GIT_EDITOR``/``EDITOR``/``VISUAL`` ``true`` and ``LC_ALL=C`` (stable
+messages), without the variables that would point git at another repository
+(``GIT_DIR``, ``GIT_WORK_TREE`` ...) or inject config past these flags
+(``GIT_CONFIG``, ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_COUNT``). Each call runs in its
+own process group, which is killed when the call passes ``timeout``.
 
 No token ever goes into an argv: git authenticates through its own credential setup,
 and a remote given as a URL with credentials is refused. Failures never escape as
@@ -28,11 +33,13 @@ one-line message (git's last stderr line, credentials redacted):
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tarfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,13 +51,31 @@ GIT_CONFIG_ARGS = (
     "-c",
     "core.hooksPath=/dev/null",
     "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "sequence.editor=true",
+    "-c",
     "submodule.recurse=false",
     "-c",
     "protocol.file.allow=always",
     "-c",
     "advice.detachedHead=false",
 )
-FORCED_ENVIRONMENT = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+FORCED_ENVIRONMENT = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "LC_ALL": "C",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_EDITOR": "true",
+    "GIT_SEQUENCE_EDITOR": "true",
+    "EDITOR": "true",
+    "VISUAL": "true",
+}
 # Variables that would make git operate on some other repository than ours.
 DROPPED_ENVIRONMENT = frozenset(
     {
@@ -62,6 +87,11 @@ DROPPED_ENVIRONMENT = frozenset(
         "GIT_COMMON_DIR",
         "GIT_NAMESPACE",
         "GIT_PREFIX",
+        # Would inject config (an fsmonitor, a pager) past the forced -c flags.
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_EXTERNAL_DIFF",
     }
 )
 DEFAULT_TIMEOUT = 300.0
@@ -109,6 +139,15 @@ def _last_line(stderr: bytes) -> str:
     errors = [line for line in lines if line.startswith(("fatal:", "error:"))]
     chosen = errors or lines
     return redact_credentials(chosen[-1]) if chosen else "no message"
+
+
+def _inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's ``data`` filter (no absolute or escaping paths or links, no devices,
+    sane modes), skipping a refused member instead of failing the whole export."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError:
+        return None
 
 
 def _check_option_safe(value: str, what: str) -> str:
@@ -344,6 +383,29 @@ class Git:
             blob = self._run(["cat-file", "blob", f"{ref}:{path}"]).stdout
             found[path] = blob.decode("utf-8", "replace")
         return found
+
+    def export_tree(self, ref: str, dest: Path) -> None:
+        """Writes the tree of ``ref`` to the new directory ``dest`` as plain files
+        (``git archive``): no ``.git``, nothing linking back to this repository.
+
+        Members that would land outside ``dest`` (absolute or ``..`` paths, links
+        pointing out) are skipped. Raises ``WorktreeError(..., "worktree_failed")``.
+        """
+        _check_option_safe(ref, "ref")
+        archive = self._run(
+            ["archive", "--format=tar", "--end-of-options", f"{ref}^{{tree}}"],
+            error=WorktreeError,
+            reason="worktree_failed",
+            what="git archive",
+        ).stdout
+        target = Path(dest).absolute()
+        try:
+            target.mkdir(mode=0o755)
+            target.chmod(0o755)
+            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+                tar.extractall(target, filter=_inside_only)
+        except (OSError, tarfile.TarError) as exc:
+            raise WorktreeError(f"git archive: cannot extract: {exc}", "worktree_failed") from None
 
     def worktree_add(self, path: Path, ref: str) -> None:
         """Checks ``ref`` out, detached, at ``path``, sharing this repository's objects.

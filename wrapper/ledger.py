@@ -61,6 +61,7 @@ from typing import Any, Literal, cast
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError, LedgerError
 from wrapper.ledger_format import upgrade_ledger, write_format_marker
+from wrapper.leakscan import refuse_leak
 
 log = logging.getLogger(__name__)
 
@@ -536,15 +537,18 @@ class Ledger:
         """Writes ``record`` atomically to its verdict path and returns that path.
 
         Refuses with ``LedgerError secret_in_output`` (writing nothing) when any secret
-        value of at least MIN_SECRET_LENGTH characters appears in the rendered file.
+        value of at least MIN_SECRET_LENGTH characters appears in the rendered file, and
+        ``secret_leak`` when one appears encoded (:func:`wrapper.leakscan.find_leak`).
         """
         path = self.verdict_path(repo, pr, record.patch_id)
         text = render_verdict(record)
-        if find_secrets(text, secrets):
+        values = list(secrets)
+        if find_secrets(text, values):
             raise LedgerError(
                 f"verdict for {repo}#{pr} not written: it contains a known secret value",
                 "secret_in_output",
             )
+        refuse_leak(text, values, f"verdict for {repo}#{pr} (not written)")
         self._ensure_dir(path.parent)
         self._atomic_write(path, text)
         return path

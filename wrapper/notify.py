@@ -41,6 +41,7 @@ from wrapper.config import (
     NotifyTarget,
     WebhookTarget,
 )
+from wrapper.leakscan import SECRET_LEAK, find_leak
 
 log = logging.getLogger("kdev.notify")
 
@@ -152,6 +153,24 @@ def deferred_notification(
     )
 
 
+def withhold_leaking_note(note: Notification, secrets: Sequence[str]) -> Notification:
+    """``note``, or a ``secret_leak`` FAILURE notice in its place when it holds a secret."""
+    form = find_leak(json.dumps(note.as_json(datetime.now(UTC)), ensure_ascii=False), secrets)
+    if form is None:
+        return note
+    log.warning("a notification held a known secret (%s form); sent a FAILURE notice instead", form)
+    keep = {k: note.fields.get(k) for k in ("repo", "pr", "head_sha", "pr_url")}
+    if find_leak(json.dumps(keep), secrets) is not None:
+        keep = {}
+    where = f"{keep.get('repo') or '?'} #{keep.get('pr') or '?'}"
+    message = f"a notification was withheld: it contained a known secret ({form} form)"
+    return Notification(
+        subject=f"PR review: {where} FAILURE",
+        body=f"FAILURE: {SECRET_LEAK}\n{message}",
+        fields={**keep, "outcome": "failure", "reason": SECRET_LEAK, "message": message},
+    )
+
+
 def send(
     targets: Sequence[NotifyTarget],
     note: Notification,
@@ -160,13 +179,17 @@ def send(
     transport: httpx.BaseTransport | None = None,
     command_timeout_seconds: float = COMMAND_TIMEOUT_SECONDS,
     now: datetime | None = None,
+    secrets: Sequence[str] = (),
 ) -> list[str]:
     """Deliver ``note`` to every target in order; one error string per failed target.
 
     Never raises for a target's failure. ``environ`` supplies PATH, HOME and LANG of
     command targets; ``transport`` replaces httpx's network transport for webhooks;
-    ``now`` is the ``sent_at`` stamp (default: the current UTC time).
+    ``now`` is the ``sent_at`` stamp (default: the current UTC time). A note holding
+    one of ``secrets`` in any form :func:`wrapper.leakscan.find_leak` knows is never
+    sent: a ``secret_leak`` FAILURE notice without its text goes in its place.
     """
+    note = withhold_leaking_note(note, secrets)
     payload = note.as_json(now or datetime.now(UTC))
     errors: list[str] = []
     for index, target in enumerate(targets):

@@ -47,6 +47,7 @@ from wrapper.errors import ConfigError, GitHubFailed, KdevError, Outcome
 from wrapper.force import check_force_ready, resolve_head
 from wrapper.git import Git
 from wrapper.github_gate import read_pull
+from wrapper.leakscan import known_secrets, withhold_leak
 from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, VerdictRecord
 from wrapper.leftovers import leftover_age, make_scratch, prune_leftovers
 from wrapper.notify import (
@@ -64,6 +65,7 @@ from wrapper.patch_id import (
 from wrapper.prompt import PromptInput, render_prompt
 from wrapper.reviewer import run_reviewer
 from wrapper.roster_review import load_base_roster, run_roster_review
+from wrapper.sandbox import Sandbox, resolve_sandbox
 
 log = logging.getLogger("kdev.review")
 
@@ -119,11 +121,17 @@ class ReviewContext:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     reviewer_transport: httpx.BaseTransport | None = None
     notify_transport: httpx.BaseTransport | None = None
+    # Where command reviewers run; None: resolved from the config by leg_worktree.
+    sandbox: Sandbox | None = None
 
 
 def _notify(ctx: ReviewContext, note: Notification) -> None:
     for problem in send(
-        ctx.config.notify, note, environ=ctx.environ, transport=ctx.notify_transport
+        ctx.config.notify,
+        note,
+        environ=ctx.environ,
+        transport=ctx.notify_transport,
+        secrets=known_secrets(ctx.config, ctx.environ),
     ):
         log.warning("notification failed: %s", problem)
 
@@ -421,29 +429,35 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
 def leg_worktree(
     ctx: ReviewContext, req: ReviewRequest, git: Git, pr_url: str, prefix: str
 ) -> Iterator[tuple[CommandReviewer | OpenAIReviewer, Path]]:
-    """The configured reviewer and a disposable worktree of ``req.head_sha`` for one leg.
+    """The configured reviewer and a disposable export of ``req.head_sha`` for one leg
+    (a plain tree, no ``.git`` linking back to the checkout), with ``ctx.sandbox``
+    resolved from the config for a command reviewer.
 
     A wrapper failure inside the block sends the FAILURE notice and propagates; the
-    worktree is pruned on every path (shared by review-pr and describe-pr)."""
+    tree is deleted on every path (shared by review-pr and describe-pr)."""
     reviewer = ctx.config.reviewer
     if reviewer is None:
         raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
     scratch = make_scratch(prefix)
+    scratch.chmod(0o711)  # a fallback sandbox's separate uid reaches the tree inside
     worktree = scratch / "worktree"
     try:
-        git.worktree_add(worktree, req.head_sha)
+        if ctx.sandbox is None and isinstance(reviewer, CommandReviewer):
+            config = ctx.config
+            ctx.sandbox = resolve_sandbox(
+                config.sandbox, config.sandbox_bwrap, config.sandbox_paths
+            )
+        git.export_tree(req.head_sha, worktree)
         yield reviewer, worktree
     except KdevError as exc:
+        exc = withhold_leak(exc, known_secrets(ctx.config, ctx.environ))
         _notify(
             ctx,
             failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
         )
-        raise
+        raise exc from None
     finally:
-        try:
-            git.worktree_remove(worktree)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_leg(
@@ -485,6 +499,7 @@ def run_leg(
                 extra_env_names=ctx.config.reviewer_env,
                 transport=ctx.reviewer_transport,
                 template_path=ctx.config.prompt_template,
+                sandbox=ctx.sandbox,
             )
         else:
             result = run_reviewer(
@@ -494,6 +509,7 @@ def run_leg(
                 ctx.environ,
                 extra_env_names=ctx.config.reviewer_env,
                 transport=ctx.reviewer_transport,
+                sandbox=ctx.sandbox,
             )
         record = VerdictRecord(
             verdict=result.verdict,

@@ -11,18 +11,18 @@
 - :class:`~wrapper.errors.ReviewerFailed`: ``reviewer_failed`` (non-zero exit, killed
   by a signal, malformed HTTP answer) or ``no_verdict`` (no ``VERDICT:`` line)
 
-A command reviewer runs in the worktree with an environment built by
-:func:`reviewer_environment` (never a GitHub token; git hooks and submodule recursion
-off), in its own session and process group, with stdin from the prompt (or /dev/null
-when the prompt goes by file). Its stdout is kept up to :data:`STDOUT_LIMIT_BYTES` (the
-*last* bytes, since the verdict comes last) and its stderr tail up to
+A command reviewer runs in the review tree (in a :mod:`wrapper.sandbox` when one is
+given) with an environment built by :func:`reviewer_environment` (never a GitHub token;
+git hooks and submodule recursion off), in its own session and process group, with
+stdin from the prompt (or /dev/null when the prompt goes by file). Its stdout is kept up
+to :data:`STDOUT_LIMIT_BYTES` (the *last* bytes, since the verdict comes last) and its
+stderr tail up to
 :data:`STDERR_TAIL_BYTES`. When the leader exits, whatever is left in its process group
 is SIGKILLed.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -41,6 +41,7 @@ import httpx
 
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, ReviewerTimedOut
+from wrapper.sandbox import Sandbox
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
 VERDICT_LINE = re.compile(r"^\s*VERDICT:\s*(APPROVE|REQUEST_CHANGES)\s*$", re.MULTILINE)
@@ -75,20 +76,6 @@ class ReviewResult:
     verdict: str  # "APPROVE" | "REQUEST_CHANGES"
     body: str
     model: str
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL the reviewer if kdev dies (kill -9 included),
-    so a crashed wrapper never leaves a reviewer spending money. Linux only; elsewhere
-    the reviewer runs to its own end or timeout."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def parse_verdict(text: str) -> str | None:
@@ -136,6 +123,7 @@ def run_reviewer(
     extra_env_names: Iterable[str] = (),
     transport: httpx.BaseTransport | None = None,
     kill_grace_seconds: float = KILL_GRACE_SECONDS,
+    sandbox: Sandbox | None = None,
 ) -> ReviewResult:
     """Run one review of ``prompt`` and return its verdict; raises as the module says.
 
@@ -144,7 +132,8 @@ def run_reviewer(
     ``extra_env_names`` (typically ``KdevConfig.reviewer_env``), filtered by
     :func:`reviewer_environment`. ``transport`` replaces httpx's network transport for
     the openai backend (tests); ``kill_grace_seconds`` is the wait between SIGTERM and
-    SIGKILL of a command reviewer's process group after its timeout.
+    SIGKILL of a command reviewer's process group after its timeout. ``sandbox``
+    (:mod:`wrapper.sandbox`; None: none) is where a command reviewer runs.
     """
     output = run_reviewer_text(
         reviewer,
@@ -154,6 +143,7 @@ def run_reviewer(
         extra_env_names=extra_env_names,
         transport=transport,
         kill_grace_seconds=kill_grace_seconds,
+        sandbox=sandbox,
     )
     verdict = parse_verdict(output)
     if verdict is None:
@@ -174,6 +164,7 @@ def run_reviewer_text(
     extra_env_names: Iterable[str] = (),
     transport: httpx.BaseTransport | None = None,
     kill_grace_seconds: float = KILL_GRACE_SECONDS,
+    sandbox: Sandbox | None = None,
 ) -> str:
     """The backend's whole output for ``prompt``, with no verdict required (``kdev
     describe-pr``). Same sandbox, environment and errors as :func:`run_reviewer`, minus
@@ -181,8 +172,9 @@ def run_reviewer_text(
     if isinstance(reviewer, OpenAIReviewer):
         return _run_openai(reviewer, prompt, environ, transport)
     names = [*reviewer.env_passthrough, *extra_env_names]
+    env = reviewer_environment(names, environ)
     return _run_command(
-        reviewer, prompt, worktree, reviewer_environment(names, environ), kill_grace_seconds
+        reviewer, prompt, worktree, env, kill_grace_seconds, sandbox or Sandbox("off")
     )
 
 
@@ -300,6 +292,7 @@ def _run_command(
     worktree: Path,
     env: dict[str, str],
     grace_seconds: float,
+    sandbox: Sandbox,
 ) -> str:
     if reviewer.prompt_via == "file" and not any(
         PROMPT_FILE_PLACEHOLDER in arg for arg in reviewer.argv
@@ -322,19 +315,28 @@ def _run_command(
             argv = [arg.replace(PROMPT_FILE_PLACEHOLDER, str(prompt_path)) for arg in reviewer.argv]
         else:
             argv = list(reviewer.argv)
+        launch = sandbox.launch(
+            executable,
+            argv,
+            worktree,
+            env,
+            Path(prompt_dir),
+            readonly=[prompt_path],
+            network=reviewer.network,
+        )
         with open(prompt_path, "rb") as prompt_file:
             stdin = prompt_file if reviewer.prompt_via == "stdin" else subprocess.DEVNULL
             try:
                 process = subprocess.Popen(
-                    argv,
-                    executable=executable,
-                    cwd=worktree,
-                    env=env,
+                    launch.argv,
+                    executable=launch.executable,
+                    cwd=launch.cwd,
+                    env=launch.env,
                     stdin=stdin,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=launch.preexec_fn,
                 )
             except (OSError, ValueError) as exc:
                 detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

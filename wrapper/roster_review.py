@@ -39,6 +39,7 @@ from wrapper.roster import (
     has_blocking_finding,
     split_diff,
 )
+from wrapper.sandbox import Sandbox
 
 
 def load_base_roster(git: Git, base_ref: str, diff: str) -> tuple[Roster, dict[str, str]]:
@@ -112,6 +113,7 @@ def run_roster_review(
     extra_env_names: Iterable[str] = (),
     transport: httpx.BaseTransport | None = None,
     template_path: str | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ReviewResult:
     """Run one leg per roster reviewer (the first leg already recorded by the caller)
     and merge them. Raises ConfigError ``empty_roster`` when no reviewer applies, and
@@ -131,6 +133,7 @@ def run_roster_review(
             environ,
             extra_env_names=env_names,
             transport=transport,
+            sandbox=sandbox,
         )
         return result.body
 
