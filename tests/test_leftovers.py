@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,7 +94,17 @@ def test_the_next_run_prunes_a_killed_runs_leftovers(bench: Bench) -> None:
 
     [scratch] = temp.glob("kdev-pr[0-9]*")
     [prompt] = temp.glob("kdev-prompt-*")
-    assert (scratch / "worktree").is_dir() and worktrees() == 2  # the leftovers
+    assert (scratch / "worktree").is_dir()  # the leftover review tree (an export)
+    assert worktrees() == 1  # an export registers no worktree
+    # What an older kdev (a linked worktree) left behind: a registration whose tree is gone.
+    stale = bench.root / "stale-worktree"
+    subprocess.run(
+        ["git", "worktree", "add", "-q", "--detach", str(stale), "HEAD"],
+        cwd=bench.checkout,
+        check=True,
+    )
+    shutil.rmtree(stale)
+    assert worktrees() == 2
     # The prompt directory (it holds the diff) is pruned by age: make it old.
     os.utime(prompt, (time.time() - 7200, time.time() - 7200))
     pr_dir = bench.root / "reviews" / "octo__widgets" / f"pr-{pr.number}"

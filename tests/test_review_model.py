@@ -61,6 +61,8 @@ class ReviewModel(RuleBasedStateMachine):
                 "reviewer": {"backend": "command", "argv": STUB, "timeout_seconds": 60},
                 "notify": [{"type": "file", "path": str(self.root / "notes.jsonl")}],
                 "reviewer_env": ["PYTHONPATH"],
+                # The stub runs in the reviewer sandbox, as a real reviewer would.
+                "sandbox_paths": [sys.prefix, sys.base_prefix, str(ROOT)],
                 "budgets": {"daily_legs_per_repo": 10_000, "daily_rounds_per_pr": 10_000},
             }
         )

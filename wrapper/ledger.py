@@ -60,8 +60,8 @@ from typing import Any, Literal, cast
 
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError, LedgerError
-from wrapper.ledger_format import upgrade_ledger, write_format_marker
 from wrapper.leakscan import refuse_leak
+from wrapper.ledger_format import upgrade_ledger, write_format_marker
 
 log = logging.getLogger(__name__)
 
