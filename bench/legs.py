@@ -44,7 +44,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, Outcome
 from wrapper.ledger import Ledger
