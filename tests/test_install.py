@@ -5,7 +5,7 @@ from a copy of just the packaged sources, installed ``--no-deps`` into a new ven
 ``--without-pip``; that venv reaches the third-party dependencies through a ``.pth``
 line naming the test venv's site-packages (a plain path entry: the test venv's editable
 finder is not run). Every command then runs from a scratch cwd with a scrubbed
-environment, so nothing of the checkout is importable (docs/decisions.md, D20, D21).
+environment, so nothing of the checkout is importable (docs/decisions.md, D18-D20).
 """
 
 from __future__ import annotations
