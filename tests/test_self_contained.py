@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import subprocess
 from pathlib import Path
@@ -35,11 +36,23 @@ def tracked_files() -> list[Path]:
         names = [name for name in out.decode().split("\0") if name]
         return [ROOT / name for name in names if (ROOT / name).is_file()]
     except (OSError, subprocess.CalledProcessError):
+        ignored = [*SKIPPED_DIRS, *ignore_patterns()]
         return [
             path
             for path in ROOT.rglob("*")
-            if path.is_file() and not SKIPPED_DIRS.intersection(path.relative_to(ROOT).parts)
+            if path.is_file()
+            and not any(
+                fnmatch.fnmatch(part, pattern)
+                for part in path.relative_to(ROOT).parts
+                for pattern in ignored
+            )
         ]
+
+
+def ignore_patterns() -> list[str]:
+    """The simple name patterns of ``.gitignore`` (what a copy without git still has)."""
+    lines = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    return [line.strip().rstrip("/") for line in lines if line.strip() and line[0] != "#"]
 
 
 def text_of(path: Path) -> str | None:
