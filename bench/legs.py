@@ -53,7 +53,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.review_oracle import leg_counts, patch_id_of, unseen_verdicts, wrong_index_entries
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, Outcome

@@ -5,7 +5,7 @@ simulator, each repository with one open pull request opened before the schedule
 added (so their cursors, seeded at add, are past it and nothing fires). Poll interval
 60 s, command ``true``.
 
-ghsim runs as a subprocess (``python -m tests.ghsim``) on loopback, so the CPU measured
+ghsim runs as a subprocess (``python -m ghsim``) on loopback, so the CPU measured
 in this process is the engine's alone (polls, SQL, HTTP client); the simulator's CPU is
 read from ``/proc`` separately. The schedules live in a scratch database, and a settable
 clock shared by the Store and the Engine is moved 61 s before each
@@ -100,12 +100,12 @@ class CountingTransport(httpx.HTTPTransport):
 
 
 class SimProcess:
-    """``python -m tests.ghsim`` in a child process, driven over ``POST /_ghsim/rpc``."""
+    """``python -m ghsim`` in a child process, driven over ``POST /_ghsim/rpc``."""
 
     def __init__(self, state_dir: Path, repos: list[str], tokens: list[str]) -> None:
         self.log_path = state_dir.parent / "ghsim.log"
         self._log = self.log_path.open("w")
-        argv = [sys.executable, "-m", "tests.ghsim", "--port", "0", "--state-dir", str(state_dir)]
+        argv = [sys.executable, "-m", "ghsim", "--port", "0", "--state-dir", str(state_dir)]
         for repo in repos:
             argv += ["--repo", repo]
         self.process = subprocess.Popen(
@@ -171,7 +171,7 @@ class SimProcess:
 def _template_repo(workdir: Path) -> Path:
     """A bare repository with ``main`` and a ``feature`` branch one commit ahead, made by
     ghsim itself (in this process, briefly) so the copies are exactly what it expects."""
-    from tests.ghsim import GitHubSim
+    from ghsim import GitHubSim
 
     state = workdir / "ghsim-template"
     with GitHubSim(state) as sim:

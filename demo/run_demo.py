@@ -1,6 +1,6 @@
 """`make demo`: the whole pipeline end to end on embedded defaults.
 
-A simulated GitHub (tests/ghsim) on loopback with real bare git repositories, a local
+A simulated GitHub (ghsim) on loopback with real bare git repositories, a local
 checkout, SQLite, the `li` engine and `kdev review-pr` with a deterministic stub
 reviewer. Everything lives in a temporary directory (or DEMO_DIR) and is printed.
 """
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 
 REPO = "demo/widgets"
 TOKEN = "demo-token-not-a-secret"
@@ -62,10 +62,9 @@ def setup_pipeline(
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": str(root),
         "LANG": "C.UTF-8",
-        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
         "LI_DATABASE_URL": f"sqlite:///{root / 'li.db'}",
         "LI_COMMAND_ALLOWLIST": "kdev",
-        "LI_ENV_PASSTHROUGH": "GITHUB_API_URL,GITHUB_TOKEN,KDEV_CONFIG,KDEV_REVIEWS_DIR,PYTHONPATH",
+        "LI_ENV_PASSTHROUGH": "GITHUB_API_URL,GITHUB_TOKEN,KDEV_CONFIG,KDEV_REVIEWS_DIR",
         "GITHUB_API_URL": sim.url,
         "GITHUB_TOKEN": token,
         "KDEV_CONFIG": str(config),

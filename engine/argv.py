@@ -1,5 +1,7 @@
 """Render a schedule's argv from an event, with injection guards. Pure: no I/O.
 
+Why it is built this way: docs/decisions.md D2.
+
 A schedule stores a command (a bare, allow-listed executable name) and a list of args.
 An arg without template syntax (``{{``, ``{%``, ``{#``) is *literal* and passes through
 unchanged; a *templated* arg is rendered by one sandboxed Jinja2 environment with

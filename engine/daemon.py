@@ -1,5 +1,7 @@
 """The engine process: APScheduler timing over database leases; ``li engine run [--once]``.
 
+Why it is built this way: docs/decisions.md D12.
+
 Lifecycle (docs/engine.md has the long form):
 
 1. Start: on SQLite take an exclusive file lock beside the database (a second engine

@@ -20,7 +20,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from engine.errors import DatabaseError, InvalidInput
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -104,7 +104,7 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def head_revision(engine: Engine) -> str | None:
-    """The newest migration revision in ``migrations/``."""
+    """The newest migration revision in ``engine/migrations/``."""
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
 
 

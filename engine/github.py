@@ -1,5 +1,7 @@
 """The GitHub REST client: auth, ETag cache, pagination, rate limits, typed results.
 
+Why it is built this way: docs/decisions.md D11.
+
 Every HTTP call of the engine goes through :class:`GitHubClient`. It returns frozen
 dataclasses (:class:`PullRequest`, :class:`PullListing`, :class:`RateInfo`), never raw
 dicts, and translates every failure at this one boundary into :class:`GitHubError`::

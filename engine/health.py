@@ -302,7 +302,7 @@ def capped_counter_next(
     polled: bool,
     interrupted: bool,
 ) -> int:
-    """The capped-poll counter after one pass (ADR-0094 D7); never negative.
+    """The capped-poll counter after one pass (docs/decisions.md D7); never negative.
 
     Flags describe the pass: ``polled`` it sent a poll; ``fresh_ok_poll`` that poll
     settled OK (a poll that was not sent cannot be fresh); ``scan_complete`` the scan

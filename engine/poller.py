@@ -1,5 +1,7 @@
 """One github_poll pass, the pure part: pull requests in, ordered events and decisions out.
 
+Why it is built this way: docs/decisions.md D10.
+
 Nothing here does I/O. :mod:`engine.polling` fetches, claims and launches around it.
 
 Vocabulary:

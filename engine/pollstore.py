@@ -1,5 +1,7 @@
 """SQL for github_poll schedules: poll leases, event claims, cursor, held batch, health.
 
+Why it is built this way: docs/decisions.md D10.
+
 Split from :mod:`engine.store` (same transaction helpers, same rules). The contract the
 poller relies on:
 

@@ -1,5 +1,7 @@
 """Spawn one action: allow-list re-check, no shell, deadline, bounded output tails.
 
+Why it is built this way: docs/decisions.md D2, D13.
+
 :func:`run_action` never raises for anything the child or the operating system does; it
 returns a :class:`RunOutcome` whose ``status`` is one of:
 

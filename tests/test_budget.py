@@ -1,4 +1,4 @@
-"""Budget decisions (D9): pure, over leg records, with the window edges pinned."""
+"""Budget decisions (docs/decisions.md D9): pure, over leg records, window edges pinned."""
 
 from __future__ import annotations
 

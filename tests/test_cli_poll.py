@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_cli import Li, one_error_line
 
 LI = str(Path(sys.executable).with_name("li"))

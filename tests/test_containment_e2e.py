@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from demo.run_demo import setup_pipeline
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from wrapper.leakscan import find_leak
 
 REPO = "octo/widgets"

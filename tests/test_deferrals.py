@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_review import REPO, Bench
 from tests.test_sweep import sweep
 from wrapper.errors import Outcome

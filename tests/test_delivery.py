@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_review import BIN, REPO, Bench
 
 HANDLE = "kdev"

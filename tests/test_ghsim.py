@@ -16,12 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.ghsim import GhsimError, GitHubSim, MergeConflict
-from tests.ghsim.payloads import TEMPLATE_DIR
+from ghsim import GhsimError, GitHubSim, MergeConflict
+from ghsim.payloads import TEMPLATE_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures" / "github"
-FIXTURES = SHARED_FIXTURES if SHARED_FIXTURES.is_dir() else TEMPLATE_DIR
+FIXTURES = ROOT / "tests" / "fixtures" / "github"
 REPO = "octo/widgets"
 TOKEN = "ghp_SimulatedSecretToken0123456789"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -173,11 +172,11 @@ def test_the_shape_check_itself_catches_missing_keys_and_wrong_types() -> None:
     ]
 
 
-def test_the_vendored_templates_are_byte_identical_to_the_shared_fixtures() -> None:
-    if not SHARED_FIXTURES.is_dir():
-        pytest.skip("../shared/fixtures/github is not present")
-    for template in sorted(TEMPLATE_DIR.glob("*.json")):
-        assert template.read_bytes() == (SHARED_FIXTURES / template.name).read_bytes()
+def test_the_simulator_templates_are_byte_identical_to_the_test_fixtures() -> None:
+    templates = sorted(path.name for path in TEMPLATE_DIR.glob("*.json"))
+    assert templates == sorted(path.name for path in FIXTURES.glob("*.json"))
+    for name in templates:
+        assert (TEMPLATE_DIR / name).read_bytes() == (FIXTURES / name).read_bytes()
 
 
 def test_an_armed_auto_merge_has_the_schema_keys(sim: GitHubSim, client: httpx.Client) -> None:
@@ -793,7 +792,7 @@ def test_the_module_starts_a_server_that_answers_rate_limit_and_rpc(tmp_path: Pa
         [
             sys.executable,
             "-m",
-            "tests.ghsim",
+            "ghsim",
             "--port",
             "0",
             "--state-dir",

@@ -29,7 +29,7 @@ from engine.github import (
     redact,
     token_identity,
 )
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 
 REPO = "octo/widgets"
 TOKEN = "ghp_ClientTestSecretToken0123456789abcdef"

@@ -10,7 +10,7 @@ import pytest
 
 from engine.config import Settings
 from engine.github import GitHubClient, GitHubError, RequestPacer
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 
 REPO = "octo/widgets"
 

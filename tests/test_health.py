@@ -1,4 +1,4 @@
-"""Poll health: states, causes, their order, and the capped-poll counter (ADR-0094 D7)."""
+"""Poll health: states, causes, their order, the capped-poll counter (docs/decisions.md D7)."""
 
 from __future__ import annotations
 
@@ -345,7 +345,7 @@ def test_the_state_is_the_most_severe_cause_and_problems_are_never_healthy(
     assert len(set(codes(health))) == len(health.causes)
 
 
-# --- the capped-poll counter (ADR-0094 D7) ---------------------------------------------
+# --- the capped-poll counter (docs/decisions.md D7) ----------------------------------------
 
 QUIET: dict[str, bool] = {
     "fresh_ok_poll": False,

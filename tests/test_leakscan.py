@@ -114,7 +114,7 @@ def test_known_secrets_are_token_secret_env_webhooks_and_api_keys() -> None:
         "ANTHROPIC_API_KEY": "sk-ant-abcdefgh",
         "EXTRA_TOKEN": "extra-token-value",
         "REVIEWER_MODEL_DIR": "/models/big-model-dir",
-        "PYTHONPATH": "/work/some/path",
+        "PYTHONPATH": "/opt/some/path",
     }
     found = known_secrets(config, environ)
     assert set(found) == {

@@ -24,8 +24,8 @@ from engine.polling import poll_once
 from engine.pollstore import PollStore
 from engine.spec import ScheduleSpec
 from engine.store import Store
+from ghsim import GitHubSim
 from tests.factories import FakeClock, settings_for
-from tests.ghsim import GitHubSim
 from tests.test_cli import Li, one_error_line
 
 REPO = "octo/widgets"

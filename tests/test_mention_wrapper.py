@@ -19,7 +19,7 @@ from engine.config import Settings
 from engine.github import GitHubClient
 from engine.triggers import find_mention
 from engine.triggers.mention import _parser
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_review import BIN, REPO, ROOT, Bench
 from wrapper.comments import post_comment
 from wrapper.config import load_config

@@ -22,8 +22,8 @@ from engine.scheduleset import PlanAction, PlanItem
 from engine.spec import ScheduleSpec
 from engine.status import schedule_health
 from engine.store import Store, spec_of
+from ghsim import GitHubSim
 from tests.factories import FakeClock, settings_for
-from tests.ghsim import GitHubSim
 
 REPO = "octo/widgets"
 ARGS = [

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
-from tests.ghsim import GitHubSim
-from tests.ghsim.model import node_id
+from ghsim import GitHubSim
+from ghsim.model import node_id
 from wrapper.cli import app
 from wrapper.ledger import IndexEntry, Ledger, VerdictRecord
 from wrapper.pr_status import ci_summary, pr_status

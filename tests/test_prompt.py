@@ -1,5 +1,5 @@
 """The reviewer prompt: fenced untrusted data and the unconditional data-not-instructions
-clause (D8)."""
+clause (docs/decisions.md D8)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import pytest
 
 from engine.config import Settings
 from engine.github import GitHubClient
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, Outcome, ReviewerFailed, ReviewerTimedOut
 from wrapper.ledger import Ledger

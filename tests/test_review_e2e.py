@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from demo.run_demo import REVIEW_ARGS, setup_pipeline
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 
 BIN = Path(sys.executable).parent
 REPO = "octo/widgets"

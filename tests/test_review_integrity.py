@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_review import BIN, REPO, Bench
 from tests.test_review_e2e import make_loop
 from wrapper.config import KdevConfig

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_review import REPO, Bench
 from wrapper.cli import app
 from wrapper.errors import ConfigError, Outcome

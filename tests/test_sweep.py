@@ -20,7 +20,7 @@ import pytest
 
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_review import ROOT, Bench
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, Outcome

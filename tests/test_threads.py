@@ -9,8 +9,8 @@ import pytest
 
 from engine.config import Settings
 from engine.github import GitHubClient, GitHubError, RequestPacer
-from tests.ghsim import GitHubSim
-from tests.ghsim.model import node_id
+from ghsim import GitHubSim
+from ghsim.model import node_id
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, LedgerError
 from wrapper.feedback import collect_feedback

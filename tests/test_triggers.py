@@ -33,7 +33,7 @@ from engine.triggers import (
 
 HANDLE = "claude"
 REPO = "octo/app"
-FIXTURES = Path("/work/shared/fixtures/github")
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 MAINTAINER_ID = 101
 AGENT_ID = 999

@@ -10,8 +10,8 @@ import pytest
 
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
-from tests.ghsim import GitHubSim
-from tests.ghsim.model import node_id
+from ghsim import GitHubSim
+from ghsim.model import node_id
 from wrapper.errors import ConfigError
 from wrapper.watch import (
     EXIT_MAX_DURATION,

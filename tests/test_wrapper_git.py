@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from wrapper.errors import ConfigError, FetchError, KdevError, WorktreeError
 from wrapper.git import Git, redact_credentials
 from wrapper.patch_id import PatchInfo, compute_patch_id, fetch_pr_refs

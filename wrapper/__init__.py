@@ -1,3 +1,3 @@
 """kdev: the review wrapper the li engine fires (review-pr, pr-sweep)."""
 
-__version__ = "0.1.0"
+from engine import __version__ as __version__

@@ -1,4 +1,4 @@
-"""Budget decisions (D9): pure functions over the leg log the ledger keeps.
+"""Budget decisions (docs/decisions.md D9): pure functions over the leg log the ledger keeps.
 
 Legs are counted when they *start*, over a trailing 24 h window, so a reviewer that
 crashes still spends budget and cannot loop on money. Two daily budgets apply:

@@ -76,7 +76,9 @@ Reviewer = Annotated[CommandReviewer | OpenAIReviewer, Field(discriminator="back
 
 
 class Budgets(_Strict):
-    """Spending limits (D9). Legs are counted when *started*, over a trailing 24 h."""
+    """Spending limits (docs/decisions.md D9).
+
+    Legs are counted when *started*, over a trailing 24 h."""
 
     daily_legs_per_repo: StrictInt = Field(50, ge=0)
     max_concurrent_legs_per_repo: StrictInt = Field(2, ge=1)

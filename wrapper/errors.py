@@ -1,5 +1,7 @@
 """The wrapper's error tree and outcome codes.
 
+Why it is built this way: docs/decisions.md D6.
+
 A *decision* is never an error: every :class:`Outcome` exits 0. Errors are for when
 the wrapper itself broke, each with a distinct exit code (docs/wrapper.md)::
 

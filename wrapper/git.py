@@ -1,5 +1,7 @@
 """The only module that runs git.
 
+Why it is built this way: docs/decisions.md D15.
+
 :class:`Git` is bound to one repository directory. Every call runs ``git`` from an argv
 list (never a shell) with hooks and the file-system monitor disabled, no pager and no
 editor, no submodule recursion and file-protocol remotes allowed (``-c

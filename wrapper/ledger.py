@@ -1,5 +1,7 @@
 """The review ledger on disk: verdict files, index.json, locks, deferred markers, leg log.
 
+Why it is built this way: docs/decisions.md D4.
+
 Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600)::
 
     ledger-format                       the patch-id scheme (wrapper.ledger_format)

@@ -1,6 +1,8 @@
 """Make text safe to post on GitHub as kdev: no mention that summons kdev, no cross-reference,
 no raw HTML.
 
+Why it is built this way: docs/decisions.md D14.
+
 Every body kdev posts goes through :func:`prepare_comment` (that is, :func:`escape_prose`
 then :func:`neutralise`, in that order: escaping can turn an HTML block into a paragraph,
 whose mentions must then be neutralised too).

@@ -1,4 +1,4 @@
-"""Notifications (D5): sent by the wrapper when a leg ends, never from the prompt.
+"""Notifications (docs/decisions.md D5): sent by the wrapper when a leg ends, never from the prompt.
 
 A :class:`Notification` goes to every configured target; :func:`send` never raises and
 returns one error string per target that failed, so one broken target never hides the

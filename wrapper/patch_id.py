@@ -1,4 +1,4 @@
-"""Patch-id of a pull request: what the PR changes, independent of how it got there (D3).
+"""Patch-id of a pull request: what it changes, not how it got there (docs/decisions.md D3).
 
 The patch-id is the first field of ``git diff base...head | git patch-id --verbatim``: the
 diff runs from the merge base, so merging the base into the head, rebasing it, or

@@ -1,4 +1,4 @@
-"""The reviewer prompt: a Jinja2 template around fenced, untrusted pull-request data (D8).
+"""The reviewer prompt: Jinja2 around fenced, untrusted pull-request data (docs/decisions.md D8).
 
 Two things are done by code, never left to a template, so a custom template
 (``prompt_template`` in KDEV_CONFIG) can neither drop nor weaken them:

@@ -1,6 +1,6 @@
 """``kdev review-pr``: decide whether a review runs, run it safely, record the verdict.
 
-The workflow of ADR-0094 D5, one named step each, in this order:
+The workflow (docs/decisions.md D5), one named step each, in this order:
 
 0. self-loop          --comment-id of a comment kdev posted -> skipped_self_comment
 1. fork backstop      PR metadata only; cross-repo or deleted fork -> skipped_fork
@@ -349,7 +349,7 @@ def admit(req: ReviewRequest, ctx: ReviewContext) -> PullRequest | ReviewReport:
 
 
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
-    """Run the D5 workflow for one fired event (see the module doc)."""
+    """Run the workflow (docs/decisions.md D5) for one fired event (see the module doc)."""
     # 0-1. Self-loop closure and fork backstop (--force checks its reviewer first).
     if req.force:
         check_force_ready(ctx.config)

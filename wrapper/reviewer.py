@@ -1,5 +1,7 @@
 """Reviewer backends: a command (argv, no shell) or an OpenAI-compatible HTTP endpoint.
 
+Why it is built this way: docs/decisions.md D16.
+
 :func:`run_reviewer` turns a rendered prompt into a :class:`ReviewResult`, or raises:
 
 - :class:`~wrapper.errors.ReviewerSpawnError`: ``reviewer_spawn_failed`` (the command

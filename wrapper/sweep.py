@@ -1,4 +1,4 @@
-"""``kdev pr-sweep``: the periodic pass across repositories (ADR-0094 D7).
+"""``kdev pr-sweep``: the periodic pass across repositories (docs/decisions.md D7).
 
 For each repository of the repos config, in this order:
 

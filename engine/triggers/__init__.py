@@ -1,5 +1,7 @@
 """Triggers: decide, purely, whether a pull request or a comment fires an event.
 
+Why it is built this way: docs/decisions.md D14.
+
 - :mod:`engine.triggers.mention`: does a comment body mention a handle in prose, and
   with which verb.
 - :mod:`engine.triggers.allowlist`: parse the numeric user-id allowlist.

@@ -1,6 +1,6 @@
 """The REST and GraphQL routes: each turns a request context into a JSON-able value.
 
-Routes run under ``GitHubSim.lock`` (taken by :func:`tests.ghsim.server.dispatch`), raise
+Routes run under ``GitHubSim.lock`` (taken by :func:`ghsim.server.dispatch`), raise
 :class:`HttpError` for GitHub's error answers and set ``ctx.status``/``ctx.headers`` when
 they need more than a 200.
 """
@@ -16,12 +16,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlencode
 
-from tests.ghsim.gitops import MergeConflict
-from tests.ghsim.model import Comment, Pull, Repo, TokenInfo, User, iso, node_id, parse_iso
-from tests.ghsim.payloads import DOCS, Renderer, error_body
+from ghsim.gitops import MergeConflict
+from ghsim.model import Comment, Pull, Repo, TokenInfo, User, iso, node_id, parse_iso
+from ghsim.payloads import DOCS, Renderer, error_body
 
 if TYPE_CHECKING:
-    from tests.ghsim.sim import GitHubSim
+    from ghsim.sim import GitHubSim
 
 
 class HttpError(Exception):

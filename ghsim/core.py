@@ -1,7 +1,7 @@
 """``SimCore``: the simulator's state, clock, tokens, rate limits, faults and request log.
 
 Also the lookups and the facts derived from state and git (review decision, merge state)
-that the HTTP routes read. :class:`tests.ghsim.sim.GitHubSim` adds the lifecycle and the
+that the HTTP routes read. :class:`ghsim.sim.GitHubSim` adds the lifecycle and the
 scenario helpers. All state is guarded by ``self.lock`` (an ``RLock``).
 """
 
@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.ghsim.gitops import Git
-from tests.ghsim.model import (
+from ghsim.gitops import Git
+from ghsim.model import (
     CheckRun,
     Comment,
     CommitStatus,
@@ -31,7 +31,7 @@ from tests.ghsim.model import (
     TokenInfo,
     User,
 )
-from tests.ghsim.payloads import PullFacts
+from ghsim.payloads import PullFacts
 
 Author = tuple[str, int] | list[Any] | str | User | None
 AUTO = "auto"
@@ -58,7 +58,7 @@ def token_digest(token: str) -> str:
 
 
 class SimCore:
-    """State and bookkeeping; see :class:`tests.ghsim.sim.GitHubSim` for the full API."""
+    """State and bookkeeping; see :class:`ghsim.sim.GitHubSim` for the full API."""
 
     def __init__(
         self,

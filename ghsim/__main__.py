@@ -1,4 +1,4 @@
-"""``python -m tests.ghsim --port N [--state-dir DIR]``: serve until SIGINT/SIGTERM.
+"""``python -m ghsim --port N [--state-dir DIR]``: serve until SIGINT/SIGTERM.
 
 The first stdout line is the base URL. Tokens come from the environment variable named
 by ``--token-env`` (default ``GHSIM_TOKENS``, comma-separated), never from argv.
@@ -13,11 +13,11 @@ import sys
 import threading
 from types import FrameType
 
-from tests.ghsim.sim import GitHubSim
+from ghsim.sim import GitHubSim
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tests.ghsim", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ghsim", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--state-dir", default=None, help="bare repos live here (kept)")

@@ -3,7 +3,7 @@
 Every builder deep-copies the fixture object for its location and only *fills* keys the
 fixture already has, so the key sets and nesting (``user``, ``head.repo``, ``_links`` ...)
 are those of the real payloads. The copies in ``templates/`` are byte-identical to
-``../shared/fixtures/github/`` (a test checks this when that folder exists).
+``tests/fixtures/github/`` (sources and licenses in its ``SOURCES.md``; a test checks this).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.ghsim.model import (
+from ghsim.model import (
     CheckRun,
     Comment,
     CommitStatus,

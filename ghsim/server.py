@@ -1,7 +1,7 @@
 """HTTP front of the simulator: auth, faults, rate limits, ETags, the request log, sockets.
 
 :func:`dispatch` turns one request into an :class:`Outgoing` under the simulator lock (the
-routes themselves live in :mod:`tests.ghsim.routes`); the handler only does socket I/O and
+routes themselves live in :mod:`ghsim.routes`); the handler only does socket I/O and
 sleeps for injected delays outside the lock.
 """
 
@@ -19,19 +19,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.ghsim.core import GhsimError, token_digest
-from tests.ghsim.gitops import GitError
-from tests.ghsim.model import (
+from ghsim.core import GhsimError, token_digest
+from ghsim.gitops import GitError
+from ghsim.model import (
     RequestRecord,
     TokenInfo,
     iso,
     parse_iso,
 )
-from tests.ghsim.payloads import DOCS, Renderer, error_body
-from tests.ghsim.routes import Ctx, HttpError, serve_route
+from ghsim.payloads import DOCS, Renderer, error_body
+from ghsim.routes import Ctx, HttpError, serve_route
 
 if TYPE_CHECKING:
-    from tests.ghsim.sim import GitHubSim
+    from ghsim.sim import GitHubSim
 
 PRIMARY_MESSAGE = (
     "API rate limit exceeded for user ID {user_id}. If you reach out to GitHub Support for "

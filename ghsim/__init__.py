@@ -1,10 +1,10 @@
 """A stateful simulated GitHub (REST + a GraphQL subset) over loopback HTTP, backed by git.
 
-See ``tests/ghsim/README.md``. Stands alone: imports nothing from ``engine`` or ``wrapper``.
+See ``ghsim/README.md``. Stands alone: imports nothing from ``engine`` or ``wrapper``.
 """
 
-from tests.ghsim.gitops import GitError, MergeConflict
-from tests.ghsim.model import (
+from ghsim.gitops import GitError, MergeConflict
+from ghsim.model import (
     CheckRun,
     Comment,
     CommitStatus,
@@ -16,7 +16,7 @@ from tests.ghsim.model import (
     Review,
     User,
 )
-from tests.ghsim.sim import AUTO, GhsimError, GitHubSim
+from ghsim.sim import AUTO, GhsimError, GitHubSim
 
 __all__ = [
     "AUTO",

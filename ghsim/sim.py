@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from typing import Self
 
-from tests.ghsim.core import (
+from ghsim.core import (
     AUTO,
     MERGE_METHODS,
     MERGE_STATES,
@@ -23,8 +23,8 @@ from tests.ghsim.core import (
     GhsimError,
     SimCore,
 )
-from tests.ghsim.gitops import GitError, MergeConflict
-from tests.ghsim.model import CheckRun, Comment, CommitStatus, Pull, Repo, Review, User
+from ghsim.gitops import GitError, MergeConflict
+from ghsim.model import CheckRun, Comment, CommitStatus, Pull, Repo, Review, User
 
 Files = Mapping[str, str | bytes | None]
 
@@ -43,7 +43,7 @@ class GitHubSim(SimCore):
 
     def start(self) -> Self:
         """Serve in a daemon thread; returns ``self`` (``sim = GitHubSim().start()``)."""
-        from tests.ghsim.server import make_server
+        from ghsim.server import make_server
 
         if self._server is not None:
             return self
@@ -356,7 +356,7 @@ class GitHubSim(SimCore):
     def merge_base_into_head(self, repo: str, number: int) -> str:
         """A real merge commit of the base branch into the head branch; returns its sha.
 
-        Raises :class:`~tests.ghsim.gitops.MergeConflict` when the trees conflict.
+        Raises :class:`~ghsim.gitops.MergeConflict` when the trees conflict.
         """
         with self.lock:
             pr = self.pull(repo, number)

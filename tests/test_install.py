@@ -1,0 +1,217 @@
+"""The wheel stands on its own: built, installed into a fresh venv, run with no checkout.
+
+The wheel is built offline (``--no-build-isolation`` with the test venv's setuptools)
+from a copy of just the packaged sources, installed ``--no-deps`` into a new venv made
+``--without-pip``; that venv reaches the third-party dependencies through a ``.pth``
+line naming the test venv's site-packages (a plain path entry: the test venv's editable
+finder is not run). Every command then runs from a scratch cwd with a scrubbed
+environment, so nothing of the checkout is importable (docs/decisions.md, D18-D20).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGED = ("pyproject.toml", "README.md", "engine", "wrapper", "ghsim")
+REPO = "octo/widgets"
+TOKEN = "ghp_InstalledWheelToken0123456789"
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+
+
+@dataclass
+class Installed:
+    venv: Path
+    bin: Path
+    work: Path
+    env: dict[str, str]
+
+    def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            list(argv),
+            cwd=self.work,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if check:
+            assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
+        return result
+
+
+def build_wheel(dest: Path) -> Path:
+    source = dest / "src"
+    for name in PACKAGED:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=IGNORED)
+        else:
+            source.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, source / name)
+    wheels = dest / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index"]
+        + ["--no-build-isolation", "--wheel-dir", str(wheels), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    (wheel,) = wheels.glob("pr_review_pipeline-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    base = tmp_path_factory.mktemp("install")
+    wheel = build_wheel(base)
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+        + ["--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (Path(purelib) / "test-dependencies.pth").write_text("\n".join(sorted(ours)) + "\n")
+    work = base / "elsewhere"
+    work.mkdir()
+    env = {
+        "PATH": f"{venv / 'bin'}{os.pathsep}/usr/bin:/bin",
+        "HOME": str(work),
+        "LANG": "C.UTF-8",
+        "LI_DATABASE_URL": f"sqlite:///{work / 'li.db'}",
+    }
+    yield Installed(venv, venv / "bin", work, env)
+
+
+def test_the_installed_packages_come_from_the_wheel_not_the_checkout(
+    installed: Installed,
+) -> None:
+    probe = (
+        "import engine, wrapper, ghsim, importlib.metadata as m, json; "
+        "print(json.dumps([engine.__file__, wrapper.__file__, ghsim.__file__, "
+        "m.version('pr-review-pipeline')]))"
+    )
+    out = installed.run(str(installed.bin / "python"), "-c", probe).stdout
+    *files, version = json.loads(out)
+    for file in files:
+        assert Path(file).is_relative_to(installed.venv), file
+        assert not Path(file).is_relative_to(ROOT), file
+    migrations = Path(files[0]).parent / "migrations" / "versions"
+    assert sorted(p.name for p in migrations.glob("*.py")) == sorted(
+        p.name for p in (ROOT / "engine" / "migrations" / "versions").glob("*.py")
+    )
+    assert installed.run("li", "--version").stdout.strip() == f"li {version}"
+    assert installed.run("kdev", "--version").stdout.strip() == f"kdev {version}"
+
+
+def test_li_db_upgrade_and_schedule_list_work_from_the_wheel(installed: Installed) -> None:
+    upgraded = installed.run("li", "db", "upgrade")
+    assert "error" not in upgraded.stderr
+    assert json.loads(installed.run("li", "schedule", "list", "--json").stdout) == []
+    current = installed.run("li", "db", "current").stdout
+    assert "(head;" in current, current
+
+
+def rpc(url: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    body = json.dumps({"method": method, "args": list(args), "kwargs": kwargs}).encode()
+    request = urllib.request.Request(
+        f"{url}/_ghsim/rpc", data=body, headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["result"]
+
+
+@pytest.fixture
+def installed_sim(installed: Installed) -> Iterator[tuple[str, Path]]:
+    """``python -m ghsim`` from the installed wheel, in its own process."""
+    state = installed.work / "github"
+    process = subprocess.Popen(
+        [str(installed.bin / "python"), "-m", "ghsim", "--port", "0"]
+        + ["--state-dir", str(state), "--repo", REPO],
+        cwd=installed.work,
+        env={**installed.env, "GHSIM_TOKENS": TOKEN},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield url, state
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def test_one_fire_runs_kdev_review_pr_from_the_installed_console_scripts(
+    installed: Installed, installed_sim: tuple[str, Path]
+) -> None:
+    url, state = installed_sim
+    pr = rpc(url, "open_pr", REPO, "feature", files={"app.py": "x = 1  # TODO\n"})
+    checkout = installed.work / "checkout"
+    subprocess.run(
+        ["git", "clone", "-q", str(state / "repos" / "octo" / "widgets.git"), str(checkout)],
+        check=True,
+        env=installed.env,
+    )
+    config = installed.work / "kdev.yaml"
+    config.write_text(
+        "reviewer:\n  backend: command\n"
+        f"  argv: [{installed.bin / 'python'}, -P, -m, wrapper.stub_reviewer]\n"
+        "  model: stub-reviewer\n",
+        encoding="utf-8",
+    )
+    env = {
+        **installed.env,
+        "LI_COMMAND_ALLOWLIST": "kdev",
+        "GITHUB_API_URL": url,
+        "GITHUB_TOKEN": TOKEN,
+        "KDEV_CONFIG": str(config),
+        "KDEV_REVIEWS_DIR": str(installed.work / "reviews"),
+    }
+    installed.env.update(env)
+    installed.run("li", "db", "upgrade")
+    installed.run(
+        *("li", "schedule", "add", "review-prs", "--github", REPO, "--backfill"),
+        *("--cwd", str(checkout)),
+        *("--env-passthrough", "GITHUB_API_URL", "--env-passthrough", "GITHUB_TOKEN"),
+        *("--env-passthrough", "KDEV_CONFIG", "--env-passthrough", "KDEV_REVIEWS_DIR"),
+        *("--command", "kdev", "--", "review-pr", "--repo", "{{ repo }}"),
+        *("--pr", "{{ pr_number }}", "--head-sha", "{{ head_sha }}"),
+    )
+    fired = json.loads(
+        installed.run("li", "schedule", "trigger", "review-prs", "--wait", "--json").stdout
+    )
+    assert fired["status"] == "ok"
+    (run,) = fired["runs"]
+    assert run["status"] == "succeeded", run
+    assert run["trigger_context"]["pr_number"] == pr["number"]
+    verdicts = json.loads(installed.run("kdev", "verdicts", "--json").stdout)
+    assert [(v["pr"], v["verdict"]) for v in verdicts] == [(pr["number"], "REQUEST_CHANGES")]
+    assert TOKEN not in json.dumps(run) + json.dumps(verdicts)
