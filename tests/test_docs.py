@@ -137,7 +137,9 @@ def world(tmp_path: Path) -> Iterator[World]:
         (home / "kdev.yaml").write_text(
             "reviewer:\n  backend: command\n"
             f"  argv: [{sys.executable}, -P, -m, wrapper.stub_reviewer]\n"
-            "  model: stub-reviewer\n",
+            "  model: stub-reviewer\n"
+            # The stub runs in the reviewer sandbox: it needs this Python and the package.
+            f"sandbox_paths: [{sys.prefix}, {sys.base_prefix}, {ROOT}]\n",
             encoding="utf-8",
         )
         for name in ("schedules.example.yaml", "repos.example.yaml"):

@@ -184,7 +184,9 @@ def test_one_fire_runs_kdev_review_pr_from_the_installed_console_scripts(
     config.write_text(
         "reviewer:\n  backend: command\n"
         f"  argv: [{installed.bin / 'python'}, -P, -m, wrapper.stub_reviewer]\n"
-        "  model: stub-reviewer\n",
+        "  model: stub-reviewer\n"
+        # The stub runs in the reviewer sandbox: it needs the venvs' Pythons and packages.
+        f"sandbox_paths: [{installed.bin.parent}, {sys.prefix}, {sys.base_prefix}]\n",
         encoding="utf-8",
     )
     env = {
