@@ -319,6 +319,14 @@ def mentions_options(
         ids.append(int(text) if re.fullmatch(r"-?[0-9]+", text.strip()) else text)
     mentions: dict[str, Any] = {"handle": handle, "allowlist": ids}
     if self_user_id is not None:
+        # Kept so that existing scripts and schedule files still load; it filters nothing
+        # (docs/decisions.md, "The engine no longer rejects the agent's own account").
+        typer.echo(
+            "li: warning: --self-user-id is deprecated and ignored: the agent's own account"
+            " can summon a review; kdev skips the comments it posted itself"
+            " (self_user_id_ignored)",
+            err=True,
+        )
         mentions["self_user_id"] = self_user_id
     return mentions
 
@@ -357,7 +365,9 @@ def schedule_add(
         [], "--allow-user", help="github mentions: a numeric user id allowed to mention."
     ),
     self_user_id: int | None = typer.Option(
-        None, "--self-user-id", help="github mentions: the agent's own numeric user id."
+        None,
+        "--self-user-id",
+        help="Deprecated, ignored: the engine no longer filters by account.",
     ),
     max_fires_per_poll: int = typer.Option(10, "--max-fires-per-poll", help="github: cap."),
     page_limit: int | None = typer.Option(

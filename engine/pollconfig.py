@@ -80,7 +80,8 @@ class PollFilters(BaseModel):
 class MentionsConfig(BaseModel):
     """What a ``mentions`` schedule listens for: comments that mention ``handle`` written
     by an allowlisted numeric user id, and (``pr_opened``) new pull requests opened by
-    one. ``self_user_id`` is the agent's own account: its comments never fire."""
+    one. ``self_user_id`` is deprecated and ignored (kept so that stored schedules and
+    schedule files still load): the engine does not filter by account."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -433,7 +433,6 @@ def _mentions_pass(
             pr_watermark=pr_mark,
             comments_watermark=comments_mark,
             open_prs=open_prs,
-            self_user_id=mentions.self_user_id,
             handle=mentions.handle,
             allowlist=frozenset(mentions.allowlist),
         )

@@ -145,7 +145,6 @@ def test_an_allowlisted_mention_on_a_fork_pr_fires_once_with_the_comment(
     ("author", "body", "reason"),
     [
         (("helper[bot]", 600), f"@{HANDLE} review", "bot_commenter"),
-        (AGENT, f"@{HANDLE} review", "self_comment"),
         (("stranger", 4444), f"@{HANDLE} review", "commenter_not_allowlisted"),
         (MAINT, f"```\n@{HANDLE} review\n```", "no_mention"),
     ],
@@ -157,7 +156,7 @@ def test_a_mention_that_must_not_fire_does_not(
     body: str,
     reason: str,
 ) -> None:
-    # The bot and the agent are even allowlisted: they are refused before the allowlist.
+    # The bot is even allowlisted: it is refused before the allowlist.
     world.add(allowlist=[MAINT[1], 600, AGENT[1]])
     pr = world.fork_pr()
     world.clock.advance(5)
@@ -166,6 +165,19 @@ def test_a_mention_that_must_not_fire_does_not(
     assert world.poll() == []
     assert (pr.number, reason) in reasons(caplog)
     assert world.trigger_keys() == []
+
+
+def test_the_agents_own_account_summons_a_review_despite_self_user_id(world: World) -> None:
+    # A single-maintainer repository: the maintainer posts from the agent's account. A
+    # schedule made before the upgrade still carries self_user_id; it is ignored.
+    world.add(allowlist=[AGENT[1]], self_user_id=AGENT[1])
+    pr = world.fork_pr()
+    world.clock.advance(5)
+    comment = world.sim.comment(REPO, pr.number, f"@{HANDLE} review", author=AGENT)
+    [run] = world.poll()
+    assert run.status == RunStatus.SUCCEEDED.value
+    assert run.trigger_context["comment_author_id"] == AGENT[1]
+    assert world.trigger_keys() == [f"mention:{REPO}:{pr.number}:{comment.id}"]
 
 
 def test_an_impostor_with_a_freed_login_is_rejected(
@@ -383,7 +395,7 @@ def test_a_bad_allow_user_is_a_one_line_allowlist_config_error(li: Li, bad: str)
 
 
 def test_a_mentions_schedule_is_added_from_the_cli(li: Li) -> None:
-    li(
+    _, _, added_err = li(
         "schedule",
         "add",
         "m",
@@ -402,6 +414,7 @@ def test_a_mentions_schedule_is_added_from_the_cli(li: Li) -> None:
         "--command",
         "sh",
     )
+    assert "self_user_id_ignored" in added_err
     shown = li.json("schedule", "show", "m")
     assert isinstance(shown, dict)
     assert shown["trigger_config"]["mentions"] == {

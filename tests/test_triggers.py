@@ -219,7 +219,6 @@ def state(**changes: Any) -> TriggerState:
         "pr_watermark": T0,
         "comments_watermark": T0,
         "open_prs": frozenset({7}),
-        "self_user_id": AGENT_ID,
         "handle": HANDLE,
         "allowlist": frozenset({MAINTAINER_ID, AGENT_ID}),
     }
@@ -275,7 +274,6 @@ def test_comment_accepted_as_mention() -> None:
         (comment(pr_number=8), state(), "pr_not_open"),
         (comment(user_type="Bot", user_login="ci"), state(), "bot_commenter"),
         (comment(user_login="helper[bot]"), state(), "bot_commenter"),
-        (comment(user_id=AGENT_ID, user_login="agent"), state(), "self_comment"),
         (comment(body="LGTM"), state(), "no_mention"),
         (comment(body="```\n@claude\n```"), state(), "no_mention"),
         (comment(user_id=202), state(), "commenter_not_allowlisted"),
@@ -291,10 +289,10 @@ def test_comment_accepted_as_mention() -> None:
             state(),
             "not_fresh",
         ),
-        # order: closed PR before bot, bot before self, self before mention
+        # order: closed PR before bot, bot before mention
         (comment(pr_number=8, user_type="Bot"), state(), "pr_not_open"),
         (comment(user_type="Bot", user_id=AGENT_ID), state(), "bot_commenter"),
-        (comment(user_id=AGENT_ID, body="nothing"), state(), "self_comment"),
+        (comment(user_id=AGENT_ID, body="nothing"), state(), "no_mention"),
         (comment(user_id=202, body="nothing"), state(), "no_mention"),
     ],
 )
@@ -328,9 +326,14 @@ def test_unknown_open_pr_set_turns_the_filter_off() -> None:
     assert decision.dedupe_key == "mention:octo/app:12345:55"
 
 
-def test_unknown_self_id_does_not_reject() -> None:
-    decision = classify_comment(comment(user_id=AGENT_ID), REPO, state(self_user_id=None))
-    assert decision.accept
+def test_the_agents_own_account_can_summon_a_review() -> None:
+    # A single-maintainer repository: the maintainer's account is the one the agent
+    # posts from. The engine does not reject by account; kdev skips only the comment
+    # ids it posted itself (skipped_self_comment).
+    mine = comment(user_id=AGENT_ID, user_login="agent", body="@claude review")
+    decision = classify_comment(mine, REPO, state())
+    assert decision.accept and decision.verb == "review"
+    assert "self_comment" not in {reason.value for reason in Reason}
 
 
 def test_impostor_with_a_freed_login_is_rejected() -> None:

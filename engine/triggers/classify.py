@@ -11,7 +11,7 @@ module maps ``(item, state)`` to a :class:`Decision`. Two events:
 Checks run in a fixed order and the first failing one names the reason; freshness is
 always first, so a re-seen item is ``not_fresh`` and never a repeated other reason::
 
-    comment: not_fresh -> pr_not_open -> bot_commenter -> self_comment -> no_mention
+    comment: not_fresh -> pr_not_open -> bot_commenter -> no_mention
              -> commenter_not_allowlisted -> accepted
     pull:    not_fresh -> pr_not_open -> bot_author -> draft
              -> author_not_allowlisted -> accepted
@@ -46,7 +46,6 @@ class Reason(StrEnum):
     PR_NOT_OPEN = "pr_not_open"  # the PR is not in the open-PR set (or not open)
     BOT_AUTHOR = "bot_author"  # the pull request was opened by a bot
     BOT_COMMENTER = "bot_commenter"  # the comment was written by a bot
-    SELF_COMMENT = "self_comment"  # the comment was posted by the agent's own account
     DRAFT = "draft"  # the pull request is a draft
     NO_MENTION = "no_mention"  # the comment does not mention the handle in prose
     AUTHOR_NOT_ALLOWLISTED = "author_not_allowlisted"  # PR author id not allowlisted
@@ -66,7 +65,6 @@ REASON_LOG_LEVELS: Mapping[Reason, int] = {
     Reason.PR_NOT_OPEN: logging.DEBUG,
     Reason.BOT_AUTHOR: logging.DEBUG,
     Reason.BOT_COMMENTER: logging.DEBUG,
-    Reason.SELF_COMMENT: logging.DEBUG,
     Reason.DRAFT: logging.DEBUG,
     Reason.NO_MENTION: logging.DEBUG,
     # Someone asked and was refused: worth seeing without debug logging.
@@ -115,14 +113,14 @@ class TriggerState:
     """What the classifier knows besides the item.
 
     ``open_prs`` is the latest open-PR set, or None while unknown (no 200 yet): then the
-    open-PR filter is off (fail open). ``self_user_id`` is the agent's own account id,
-    if known. ``allowlist`` comes from :func:`engine.triggers.allowlist.parse_allowlist`.
+    open-PR filter is off (fail open). ``allowlist`` comes from
+    :func:`engine.triggers.allowlist.parse_allowlist`. There is no account filter: the
+    agent's own account may summon a review (docs/decisions.md D25).
     """
 
     pr_watermark: datetime | None
     comments_watermark: datetime | None
     open_prs: frozenset[int] | None
-    self_user_id: int | None
     handle: str
     allowlist: frozenset[int]
 
@@ -183,8 +181,9 @@ def classify_comment(item: CommentItem, repo: str, state: TriggerState) -> Decis
         return _reject(Reason.PR_NOT_OPEN)
     if is_bot(item.user_type, item.user_login):
         return _reject(Reason.BOT_COMMENTER)
-    if state.self_user_id is not None and item.user_id == state.self_user_id:
-        return _reject(Reason.SELF_COMMENT)
+    # No check by account: the agent's own account may summon a review by typing the
+    # handle (a single-maintainer repository). What kdev itself posted is neutralised and
+    # recorded by id; the wrapper refuses those ids (skipped_self_comment).
     mention = find_mention(item.body, state.handle)
     if mention is None:
         return _reject(Reason.NO_MENTION)
