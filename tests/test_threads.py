@@ -62,7 +62,7 @@ def test_reply_to_inline_comment_is_threaded_and_neutralised(
     created = sim.get_comment(REPO, result.id)
     assert created.in_reply_to_id == root.id and created.path == "a.py"
     assert created.user.login == "author-agent"
-    assert "&#64;kdev-bot" in created.body and "@kdev-bot" not in created.body
+    assert "@&#8203;kdev-bot" in created.body and "@kdev-bot" not in created.body
     assert result.id in ledger.posted_comment_ids(REPO)
     assert sim.requests_to(rf"/pulls/{pr.number}/comments/{root.id}/replies", "POST")
 

@@ -56,7 +56,7 @@ MENTION_CASES: list[tuple[str, str | None]] = [
     ("@claude `describe`", "review"),
     ("# @claude describe", "describe"),
     ("- item\n- @claude describe", "describe"),
-    ("[@claude describe](https://example.com)", "describe"),
+    ("[@claude describe](https://example.com)", None),
     ("**@claude** describe", "describe"),
     ("first @claude, then @claude describe", "review"),
     ("`@claude` then @claude describe", "describe"),
@@ -104,13 +104,25 @@ MENTION_CASES: list[tuple[str, str | None]] = [
     ("   > @claude", None),
     ("> quote\n@claude", None),
     ("- > @claude", None),
-    # HTML comments, HTML blocks, entity and escaped @
+    # HTML comments; text in raw HTML counts unless under a, code or pre (as GitHub
+    # renders it); an entity or escaped @ is decoded before matching, as on GitHub
     ("<!-- @claude describe -->", None),
     ("<!--\n@claude\n-->", None),
     ("text <!-- @claude --> text", None),
-    ("<div>\n@claude\n</div>", None),
-    ("&#64;claude describe", None),
-    ("\\@claude describe", None),
+    ("<div>\n@claude\n</div>", "review"),
+    ("<div>\n@claude describe\n</div>", "describe"),
+    ("<code>@claude</code>", None),
+    ("<pre>\n@claude\n</pre>", None),
+    ('<a href="u">@claude</a>', None),
+    ("<p><b>@claude</b> describe</p>", "describe"),
+    ("&#64;claude describe", "describe"),
+    ("\\@claude describe", "describe"),
+    ("@&#8203;claude describe", None),
+    ("@<!-- -->claude describe", None),
+    # link text, reference links and a link reference definition (spec example 193)
+    ("[ask @claude review](https://x.test)", None),
+    ("[ask @claude][ref]\n\n[ref]: https://x.test", None),
+    ('[foo]: /url\n"title" ok\n    @claude describe', "describe"),
     # autolinks and image alt text are not prose
     ("<https://example.com/@claude>", None),
     ("![@claude](https://example.com/x.png)", None),

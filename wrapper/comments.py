@@ -5,7 +5,7 @@ descriptions, the author-loop replies of :mod:`wrapper.threads`); it applies, in
 
 1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
    then every mention of ``mention_handle`` that the trigger detector would count
-   rewritten as ``&#64;handle`` (so kdev's own comment can never summon kdev); without a
+   rewritten as ``@&#8203;handle`` (so kdev's own comment can never summon kdev); without a
    ``mention_handle`` (author-loop replies only) prose is still escaped;
 2. the secret canary: when a known secret (:func:`wrapper.leakscan.known_secrets`:
    ``secret_env`` values, the token, webhook URLs, API keys) appears in the raw or the

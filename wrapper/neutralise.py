@@ -8,14 +8,17 @@ then :func:`neutralise`, in that order: escaping can turn an HTML block into a p
 whose mentions must then be neutralised too).
 
 - :func:`neutralise` rewrites exactly the mentions that
-  :func:`engine.triggers.find_mention` would count into ``&#64;handle``: an ``@`` written as
-  an entity is, by the detector's rules, a deliberate non-mention. Code spans, fenced and
-  indented code, quotes, HTML and every non-counted ``@`` are left byte-for-byte as they
-  were, and the function is idempotent.
+  :func:`engine.triggers.find_mention` would count into ``@&#8203;handle`` (a zero-width
+  space after the ``@``, decoded by GitHub into the text node, so the handle no longer
+  follows the ``@``). It uses the detector itself (cmark-gfm, the way GitHub renders),
+  so "no mention survives neutralising" is checked with the same parser. Code spans,
+  fenced and indented code, quotes, HTML comments and every non-counted ``@`` are left
+  byte-for-byte as they were, and the function is idempotent.
 - :func:`escape_prose` escapes, outside fenced code, indented code and code spans, every
   ``<`` as ``&lt;`` (no raw HTML or autolink survives) and the ``#`` of every
   cross-reference (``#123``, ``owner/repo#123``) as ``&#35;``. Code is left as it is:
-  GitHub renders neither HTML nor references there.
+  GitHub renders neither HTML nor references there. Code blocks are located with
+  cmark-gfm's source positions.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ import logging
 import re
 from collections.abc import Iterable
 
-from engine.triggers import find_mention, prose_lines, validate_handle
-from engine.triggers.mention import _mention_re, _parser
+import cmarkgfm
+
+from engine.triggers import count_mentions, find_mention, validate_handle
+from engine.triggers.mention import GFM_EXTENSIONS, render
 from wrapper.ledger import find_secrets
 
 log = logging.getLogger("kdev.neutralise")
 
-AT_ENTITY = "&#64;"
+NEUTRAL_AT = "@&#8203;"
+"""What a counted ``@`` becomes: ``@`` then a zero-width space (as Renovate does)."""
 HASH_ENTITY = "&#35;"
 LT_ENTITY = "&lt;"
 
@@ -38,58 +44,61 @@ LT_ENTITY = "&lt;"
 # reference; ``owner/repo#1`` is, through its name, so ``#`` is escaped there too).
 _REFERENCE = re.compile(r"#(?=\d)")
 _BACKTICKS = re.compile(r"`+")
+# A source line as cmark-gfm counts lines (LF, CRLF or CR), with its ending.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_PRE_SOURCEPOS = re.compile(r'<pre data-sourcepos="(\d+):\d+-(\d+):\d+"')
+_RAW_HTML_OMITTED = "<!-- raw HTML omitted -->"
 
 
-def _count(body: str, pattern: re.Pattern[str]) -> int:
-    return sum(len(pattern.findall(line)) for line in prose_lines(body))
+# The ways a source can write the "@" of a mention: the character, a backslash escape,
+# and the numeric and named character references that decode to it.
+_AT_SPELLINGS = re.compile(r"\\@|@|&#0*64;|&#[xX]0*40;|&commat;")
 
 
-def _at_positions(body: str, handle: str) -> list[int]:
-    """Every literal ``@`` of ``body``: those right before the handle first (the usual
-    mention), then the rest (a mention may be split by emphasis or an entity letter)."""
-    direct = [
-        m.start() for m in re.finditer(rf"@(?={re.escape(handle)})", body, flags=re.IGNORECASE)
-    ]
+def _at_spans(body: str, handle: str) -> list[tuple[int, int]]:
+    """Every spelling of ``@`` in ``body``: those right before the handle first (the
+    usual mention), then the rest (a mention may be split by emphasis or an entity)."""
+    spans = [(m.start(), m.end()) for m in _AT_SPELLINGS.finditer(body)]
+    lowered = body.lower()
+    direct = [s for s in spans if lowered.startswith(handle.lower(), s[1])]
     chosen = set(direct)
-    return direct + [i for i, char in enumerate(body) if char == "@" and i not in chosen]
+    return direct + [s for s in spans if s not in chosen]
 
 
 def neutralise(body: str, handle: str) -> str:
     """``body`` with each mention of ``@handle`` that the detector counts rewritten as
-    ``&#64;handle`` (its ``@`` becomes the entity); everything else is unchanged.
+    ``@&#8203;handle``; everything else is unchanged.
 
-    A literal ``@`` is rewritten only if that lowers the number of counted mentions, so
-    an ``@`` in code, in a link target or in a quote is never touched. Idempotent.
+    An ``@`` (or a spelling of it) is rewritten only if that lowers the number of
+    counted mentions, so an ``@`` in code, in a link or in a quote is never touched.
+    Idempotent.
     """
     validate_handle(handle)
-    if find_mention(body, handle) is None:
+    count = count_mentions(body, handle)
+    if count == 0:
         return body
-    pattern = _mention_re(handle)
-    count = _count(body, pattern)
-    rewritten: list[int] = []
-    for position in _at_positions(body, handle):
+    done: list[tuple[int, int]] = []  # (source start, length change) of each rewrite
+    for start, end in _at_spans(body, handle):
         if count == 0:
             break
-        shift = sum(len(AT_ENTITY) - 1 for done in rewritten if done < position)
-        at = position + shift
-        candidate = body[:at] + AT_ENTITY + body[at + 1 :]
-        lowered = _count(candidate, pattern)
+        shift = sum(delta for position, delta in done if position < start)
+        candidate = body[: start + shift] + NEUTRAL_AT + body[end + shift :]
+        lowered = count_mentions(candidate, handle)
         if lowered < count:
             body, count = candidate, lowered
-            rewritten.append(position)
+            done.append((start, len(NEUTRAL_AT) - (end - start)))
     if find_mention(body, handle) is not None:  # pragma: no cover - a safety net only
         log.warning("neutralise: a mention survived; rewriting every '@' of the body")
-        body = body.replace("@", AT_ENTITY)
+        body = _AT_SPELLINGS.sub(NEUTRAL_AT, body)
     return body
 
 
 def _code_block_lines(body: str) -> set[int]:
-    """0-based line numbers of fenced and indented code blocks (fences included)."""
+    """0-based line numbers of fenced and indented code blocks (fences included), from
+    the source positions cmark-gfm gives each ``<pre>``."""
     lines: set[int] = set()
-    for token in _parser().parse(body):
-        if token.type in ("fence", "code_block") and token.map is not None:
-            start, end = token.map
-            lines.update(range(start, end))
+    for match in _PRE_SOURCEPOS.finditer(render(body, sourcepos=True)):
+        lines.update(range(int(match.group(1)) - 1, int(match.group(2))))
     return lines
 
 
@@ -133,16 +142,12 @@ def _escape_outside_spans(segment: str) -> str:
 
 
 def has_html(text: str) -> bool:
-    """True when CommonMark finds raw HTML (a block, inline HTML or an autolink) in ``text``."""
-    for token in _parser().parse(text):
-        if token.type == "html_block":
-            return True
-        for child in token.children or []:
-            if child.type == "html_inline" or (
-                child.type == "link_open" and child.markup == "autolink"
-            ):
-                return True
-    return False
+    """True when cmark-gfm finds raw HTML (a block or inline HTML) in ``text``: rendered
+    without raw HTML, GitHub's parser puts a placeholder where each piece was."""
+    html: str = cmarkgfm.markdown_to_html_with_extensions(
+        text, options=0, extensions=list(GFM_EXTENSIONS)
+    )
+    return _RAW_HTML_OMITTED in html
 
 
 def escape_prose(text: str) -> str:
@@ -157,7 +162,7 @@ def escape_prose(text: str) -> str:
 
 
 def _escape(text: str, *, spans: bool) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = _LINE.findall(text)
     code = _code_block_lines(text)
     out: list[str] = []
     block: list[str] = []

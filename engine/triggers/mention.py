@@ -1,34 +1,38 @@
 """Find the first mention of a handle in a comment body, the pure part.
 
-A comment *mentions a handle* when ``@handle`` appears in prose as CommonMark
-(markdown-it-py) parses it. Prose excludes:
+The rule (docs/triggers.md, "What counts as a mention"): the body is rendered the way
+GitHub renders a comment, with cmark-gfm (:mod:`cmarkgfm`, GitHub's own parser, with
+the GFM extensions table, strikethrough, autolink, tagfilter and tasklist, raw HTML
+kept), and the HTML is walked with the standard library's :mod:`html.parser`. A handle
+counts only in a text node that has no ``a``, ``code`` or ``pre`` ancestor and no
+``blockquote`` ancestor. So code (fenced, indented, spans, ``<code>``, ``<pre>``), links
+(link text, autolinks, ``<a>``), quotes and everything that is not text (HTML comments,
+attributes such as image alt text) never count, while text inside raw HTML such as
+``<div>@handle</div>`` does, as on GitHub. Entities and escapes are decoded first, as
+GitHub does: ``&#64;handle`` and ``\\@handle`` count.
 
-- fenced code (backticks or tildes, fences indented up to 3 spaces, a fence nested in a
-  longer fence, an unclosed fence running to the end) and indented code;
-- code spans of any backtick run, autolinks and image alt text;
-- blockquotes, however nested or indented (lazy continuation lines included);
-- HTML blocks and inline HTML (so HTML comments), and an ``@`` written as an entity
-  (``&#64;handle``) or escaped (``\\@handle``): that is how a text says "not a mention".
-
-The match is case-insensitive and word-bounded both ways. A word character, ``@``,
-``.``, ``-`` or ``/`` right before the ``@`` disqualifies it (``user@handle.ai``,
-``x@handle``, a URL path); a word character or ``-`` right after the handle disqualifies
-it (``@handlebot``, ``@handle-ci``), and so does a ``.`` followed by a word character
+The match is case-insensitive and word-bounded both ways, inside one text node. A word
+character, ``@``, ``.``, ``-`` or ``/`` right before the ``@`` disqualifies it
+(``x@handle``, a path); a word character or ``-`` right after the handle disqualifies it
+(``@handlebot``, ``@handle-ci``), and so does a ``.`` followed by a word character
 (``@handle.ai``), while a sentence-ending ``@handle.`` counts.
 
-The *verb* is the word right after the first counted mention, on the same source line
-(spaces, tabs and ``,:;`` may sit between them): a word in :data:`KNOWN_VERBS` is taken
-as is (case-folded), anything else, or no word at all, gives :data:`FALLBACK_VERB`.
+The *verb* is the word right after the first counted mention, on the same line of the
+same block (spaces, tabs and ``,:;`` may sit between them; emphasis and strikethrough
+are transparent, any other element ends the search): a word in :data:`KNOWN_VERBS` is
+taken as is (case-folded), anything else, or no word at all, gives
+:data:`FALLBACK_VERB`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from html.parser import HTMLParser
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+import cmarkgfm
+from cmarkgfm.cmark import Options
 
 from engine.errors import InvalidInput
 
@@ -39,21 +43,32 @@ KNOWN_VERBS = frozenset({"review", "describe"})
 
 INVALID_HANDLE = "invalid_handle"
 
+GFM_EXTENSIONS = ("table", "strikethrough", "autolink", "tagfilter", "tasklist")
+"""The cmark-gfm extensions GitHub enables for comments."""
+
 # A GitHub login: 1-39 alphanumerics or single hyphens, no hyphen at either end.
 _LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
-# Stands in for anything that is not prose (a code span, inline HTML, an entity "@"):
-# it is neither a word character nor a handle character, so it can neither be part of a
-# mention nor disqualify one, and it ends the search for a verb.
+# Stands in for anything that is not counted text (code, a link, an image): it is
+# neither a word character nor a handle character and it ends the search for a verb.
 _OPAQUE = "\x00"
-# Inline tokens whose own text is not prose.
-_OPAQUE_INLINE = frozenset({"code_inline", "html_inline", "image"})
+# Elements whose text never counts.
+_EXCLUDING = frozenset({"a", "code", "pre", "blockquote"})
+# Inline elements that do not separate words ("@handle *describe*" keeps its verb).
+_TRANSPARENT = frozenset(
+    {"em", "strong", "del", "s", "strike", "b", "i", "u", "span", "sub", "sup"}
+)
+# Elements that have no end tag.
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+     "param", "source", "track", "wbr"}
+)  # fmt: skip
 _VERB_RE = re.compile(r"[ \t,:;]*(\w+)")
 
 
 @dataclass(frozen=True)
 class Mention:
-    """The first counted mention: its ``verb`` and the source ``line`` it sits on
-    (prose only, non-prose parts replaced)."""
+    """The first counted mention: its ``verb`` and the ``line`` it sits on (the text of
+    that line of its block; text that does not count replaced by an opaque character)."""
 
     verb: str
     line: str
@@ -71,11 +86,13 @@ def validate_handle(handle: str) -> str:
     return handle
 
 
-@lru_cache(maxsize=1)
-def _parser() -> MarkdownIt:
-    # text_join would fold entities and escapes into plain text; keeping them apart
-    # lets "&#64;handle" and "\@handle" stay non-mentions.
-    return MarkdownIt("commonmark").disable("text_join")
+def render(body: str, *, sourcepos: bool = False) -> str:
+    """``body`` rendered to HTML as GitHub renders a comment (raw HTML kept)."""
+    options = Options.CMARK_OPT_UNSAFE | (Options.CMARK_OPT_SOURCEPOS if sourcepos else 0)
+    html: str = cmarkgfm.markdown_to_html_with_extensions(
+        body, options=options, extensions=list(GFM_EXTENSIONS)
+    )
+    return html
 
 
 @lru_cache(maxsize=64)
@@ -86,57 +103,101 @@ def _mention_re(handle: str) -> re.Pattern[str]:
     )
 
 
+@dataclass
+class TextWalk:
+    """The walk of one rendered body: ``flat`` is its text, blocks and lines separated
+    by ``\\n``, with text that cannot count replaced by :data:`_OPAQUE`; ``nodes`` are
+    the ``(start, text)`` of every text node that can count (``flat[start:]`` begins
+    with it)."""
+
+    flat: list[str] = field(default_factory=list)
+    nodes: list[tuple[int, str]] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, text: str) -> None:
+        self.flat.append(text)
+        self.size += len(text)
+
+
+class _Walker(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.walk = TextWalk()
+        self.stack: list[str] = []
+        self.excluded = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _VOID:
+            self.walk.add("\n" if tag == "br" else _OPAQUE)
+            return
+        if tag not in _TRANSPARENT:
+            self.walk.add("\n" if tag not in _EXCLUDING else _OPAQUE)
+        self.stack.append(tag)
+        self.excluded += tag in _EXCLUDING
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.walk.add("\n" if tag == "br" else _OPAQUE)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.stack:
+            return  # a stray end tag closes nothing
+        while self.stack:
+            top = self.stack.pop()
+            self.excluded -= top in _EXCLUDING
+            if top == tag:
+                break
+        if tag not in _TRANSPARENT:
+            self.walk.add("\n" if tag not in _EXCLUDING else _OPAQUE)
+
+    def handle_data(self, data: str) -> None:
+        if self.excluded:
+            self.walk.add(_OPAQUE)
+            return
+        self.walk.nodes.append((self.walk.size, data))
+        self.walk.add(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.walk.add(_OPAQUE)
+
+
+def walk(body: str) -> TextWalk:
+    """The text nodes of ``body`` as GitHub renders it (see the module doc)."""
+    walker = _Walker()
+    walker.feed(render(body))
+    walker.close()
+    return walker.walk
+
+
+def count_mentions(body: str, handle: str) -> int:
+    """How many mentions of ``@handle`` in ``body`` count."""
+    pattern = _mention_re(validate_handle(handle))
+    return sum(len(pattern.findall(text)) for _, text in walk(body).nodes)
+
+
 def prose_lines(body: str) -> list[str]:
-    """The prose of ``body``, one string per source line of each paragraph or heading.
-
-    Code, quotes and HTML are left out; inside a line, non-prose inline parts are
-    replaced by an opaque character so that words on either side stay apart.
-    """
-    lines: list[str] = []
-    quote_depth = 0
-    for token in _parser().parse(body):
-        if token.type == "blockquote_open":
-            quote_depth += 1
-        elif token.type == "blockquote_close":
-            quote_depth -= 1
-        elif token.type == "inline" and quote_depth == 0:
-            lines.extend(_inline_prose(token.children or []).split("\n"))
-    return lines
-
-
-def _inline_prose(children: list[Token]) -> str:
-    parts: list[str] = []
-    autolink_depth = 0
-    for child in children:
-        if child.type == "link_open" and child.markup == "autolink":
-            autolink_depth += 1
-        elif child.type == "link_close" and child.markup == "autolink":
-            autolink_depth -= 1
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append("\n")
-        elif autolink_depth or child.type in _OPAQUE_INLINE:
-            parts.append(_OPAQUE)
-        elif child.type == "text":
-            parts.append(child.content)
-        elif child.type == "text_special":
-            # An entity or escape spelling "@" is a deliberate non-mention.
-            parts.append(_OPAQUE if "@" in child.content else child.content)
-        # Emphasis and link markers add nothing: "@handle *describe*" keeps its verb.
-    return "".join(parts)
+    """The counted text of ``body``, one string per line of each block (text that does
+    not count replaced by an opaque character)."""
+    return [line for line in "".join(walk(body).flat).split("\n") if line]
 
 
 def find_mention(body: str, handle: str) -> Mention | None:
-    """The first mention of ``@handle`` in the prose of ``body``, or None.
+    """The first mention of ``@handle`` in ``body`` that counts, or None.
 
     ``handle`` is a GitHub login without ``@`` (:func:`validate_handle`); the match is
     case-insensitive. See the module docstring for what counts.
     """
     pattern = _mention_re(validate_handle(handle))
-    for line in prose_lines(body):
-        match = pattern.search(line)
+    result = walk(body)
+    for start, text in result.nodes:
+        match = pattern.search(text)
         if match is None:
             continue
-        verb_match = _VERB_RE.match(line, match.end())
+        flat = "".join(result.flat)
+        end = start + match.end()
+        line_start = flat.rfind("\n", 0, end) + 1
+        line_end = flat.find("\n", end)
+        line = flat[line_start : line_end if line_end >= 0 else len(flat)]
+        verb_match = _VERB_RE.match(line, end - line_start)
         word = verb_match.group(1).casefold() if verb_match else ""
         return Mention(verb=word if word in KNOWN_VERBS else FALLBACK_VERB, line=line)
     return None
