@@ -6,7 +6,7 @@ import pytest
 
 from wrapper.feedback import build_feedback, summarise
 from wrapper.threads import ReviewThread
-from wrapper.triage import Priority, Source, classify, detect_source
+from wrapper.triage import Basis, Priority, Source, classify, detect_source, triage
 
 GEMINI_CRITICAL = """![critical](https://www.gstatic.com/codereviewagent/critical.svg)
 
@@ -81,9 +81,10 @@ HUMAN_NIT = "Could we name this `deadline` instead of `t`?"
     ("body", "expected"),
     [
         (GEMINI_CRITICAL, Priority.P1),
-        (GEMINI_HIGH, Priority.P2),
+        (GEMINI_HIGH, Priority.P1),
         (GEMINI_MEDIUM_SERIOUS, Priority.P2),
-        (GEMINI_MEDIUM_STYLE, Priority.P3),
+        # the marker wins over the (absent) keywords: Gemini's medium is P2
+        (GEMINI_MEDIUM_STYLE, Priority.P2),
         (GEMINI_LOW, Priority.P3),
         (BUGBOT_HIGH, Priority.P1),
         (BUGBOT_MEDIUM, Priority.P2),
@@ -160,13 +161,89 @@ def test_build_feedback_and_summary_by_priority_and_file() -> None:
     items = build_feedback(issue, inline, reviews, threads)
     assert [(i.kind, i.id, i.priority.value) for i in items] == [
         ("issue", 1, "P1"),
-        ("inline", 2, "P2"),
+        ("inline", 2, "P1"),
         ("inline", 4, "P1"),
         ("review", 6, "P3"),
     ]
     assert items[1].replies == 1 and items[1].resolved is True and items[2].resolved is False
     report = summarise("o/r", 1, items, open_threads=1)
-    assert report.by_priority == {"P1": 2, "P2": 1, "P3": 1}
+    assert report.by_priority == {"P1": 3, "P2": 0, "P3": 1}
     assert report.by_source == {"claude": 1, "gemini": 1, "bugbot": 1, "human": 1}
     assert report.by_file["src/cache.py"] == {"P1": 1, "P2": 0, "P3": 0}
     assert report.by_file["(conversation)"] == {"P1": 1, "P2": 0, "P3": 1}
+
+
+# --- explicit markers of each bot (issue 17) ---------------------------------------------
+
+MARKER_CASES = [
+    ("_⚠️ Potential issue_ | _🔴 Critical_\n\n**Renames the working dir.**", "P1"),
+    ("_⚠️ Potential issue_ | _🟠 Major_\n\n**Missing await.**", "P2"),
+    ("_⚠️ Potential issue_ | _🟡 Minor_\n\n**SQL injection in a test fixture.**", "P3"),
+    ("_⚠️ Potential issue_\n\n**Off by one.**", "P2"),
+    ("_🛠️ Refactor suggestion_\n\nThis crashes nothing; extract a helper.", "P3"),
+    ("<summary>🧹 Nitpick comments (2)</summary> a race condition, nit", "P3"),
+    ("![critical](https://www.gstatic.com/codereviewagent/critical.svg)\n\nx", "P1"),
+    ("![security-high](https://www.gstatic.com/codereviewagent/security-high-priority.svg)", "P1"),
+    ("![medium](https://www.gstatic.com/codereviewagent/medium-priority.svg) style", "P2"),
+    ("![low](https://www.gstatic.com/codereviewagent/low-priority.svg) data loss", "P3"),
+    ("### Lock never released\n\n**Medium Severity**\n\nThe lock leaks.", "P2"),
+    ("### Typo in log\n\n**Low Severity**\n\nA crash message is misspelled.", "P3"),
+    ("**<sub><sub>![P1 Badge](https://img.shields.io/badge/P1-orange)</sub></sub> X**", "P1"),
+    ("**<sub><sub>![P3 Badge](https://img.shields.io/badge/P3-blue)</sub></sub> X**", "P3"),
+    ('<img alt="P2" src="https://greptile-static-assets.s3.amazonaws.com/badges/p2.svg"> x', "P2"),
+    ("[nitpick] The variable name could be clearer; it will fail nothing.", "P3"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), MARKER_CASES)
+def test_an_explicit_marker_wins_over_keywords(body: str, expected: str) -> None:
+    decided = triage(body)
+    assert decided.priority == expected
+    assert decided.basis == Basis.MARKER and decided.marker
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Nit (test only): this assertion gives a false sense of security.",
+        "In this test helper the mock appears to have a bug in its name; nit.",
+        "This gives a false sense of security; consider a stricter assert.",
+        "Consider renaming `x`; the security of this is fine.",
+    ],
+)
+def test_the_keyword_fallback_is_conservative(body: str) -> None:
+    decided = triage(body)
+    assert decided.priority == Priority.P3 and decided.basis == Basis.HEURISTIC
+
+
+def test_an_unknown_bot_falls_back_to_keywords_and_says_so() -> None:
+    body = "This deletes the cache before the write, so a crash causes data loss."
+    decided = triage(body)
+    assert (decided.priority, decided.basis) == (Priority.P2, Basis.HEURISTIC)
+    [item] = build_feedback([_comment(1, "some-reviewer[bot]", body)], [], [], [])
+    shown = item.to_json()
+    assert shown["source"] == "bot" and shown["priority_source"] == "heuristic"
+    assert shown["marker"] == decided.marker
+
+
+def test_the_json_names_the_deciding_marker() -> None:
+    body = "_⚠️ Potential issue_ | _🔴 Critical_\n\nThis is a nit, but a data loss."
+    [item] = build_feedback([_comment(1, "coderabbitai[bot]", body)], [], [], [])
+    shown = item.to_json()
+    assert shown["source"] == "coderabbit" and shown["priority"] == "P1"
+    assert shown["priority_source"] == "marker"
+    assert shown["marker"] == "coderabbit-severity: _🔴 Critical_"
+
+
+@pytest.mark.parametrize(
+    ("login", "source"),
+    [
+        ("coderabbitai[bot]", Source.CODERABBIT),
+        ("chatgpt-codex-connector[bot]", Source.CODEX),
+        ("greptile-apps[bot]", Source.GREPTILE),
+        ("Copilot", Source.COPILOT),
+        ("copilot-pull-request-reviewer[bot]", Source.COPILOT),
+    ],
+)
+def test_new_bot_sources(login: str, source: Source) -> None:
+    assert detect_source(login, "Bot") == source

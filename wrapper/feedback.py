@@ -15,7 +15,7 @@ from typing import Any
 from engine.github import GitHubClient, GitHubError
 from wrapper.errors import KdevError
 from wrapper.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
-from wrapper.triage import Priority, Source, classify, detect_source
+from wrapper.triage import Basis, Priority, Source, detect_source, triage
 
 CONVERSATION = "(conversation)"
 
@@ -38,6 +38,8 @@ class Feedback:
     thread_id: str | None = None
     resolved: bool | None = None  # inline only
     replies: int = 0
+    basis: Basis = Basis.HEURISTIC  # what decided the priority
+    marker: str | None = None  # the deciding marker (or keyword), if any
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +49,8 @@ class Feedback:
             "user": self.user,
             "source": self.source.value,
             "priority": self.priority.value,
+            "priority_source": self.basis.value,
+            "marker": self.marker,
             "path": self.path,
             "line": self.line,
             "state": self.state,
@@ -121,9 +125,11 @@ def build_feedback(
                 str(c.get("node_id") or ""),
                 login,
                 detect_source(login, kind),
-                classify(body),
+                (decided := triage(body)).priority,
                 body,
                 str(c.get("created_at") or ""),
+                basis=decided.basis,
+                marker=decided.marker,
             )
         )
     for c in review_comments:
@@ -140,9 +146,11 @@ def build_feedback(
                 str(c.get("node_id") or ""),
                 login,
                 detect_source(login, kind),
-                classify(body),
+                (decided := triage(body)).priority,
                 body,
                 str(c.get("created_at") or ""),
+                basis=decided.basis,
+                marker=decided.marker,
                 path=c.get("path"),
                 line=line if isinstance(line, int) else None,
                 thread_id=thread.id if thread else None,
@@ -163,9 +171,11 @@ def build_feedback(
                 str(r.get("node_id") or ""),
                 login,
                 detect_source(login, kind),
-                classify(body, review_state=state),
+                (decided := triage(body, review_state=state)).priority,
                 body,
                 str(r.get("submitted_at") or ""),
+                basis=decided.basis,
+                marker=decided.marker,
                 state=state,
             )
         )
