@@ -61,7 +61,7 @@ def test_pr_status_joins_rounds_feedback_threads_and_ci(
     ledger = Ledger(tmp_path)
     add_round(ledger, pr.number, 1, "REQUEST_CHANGES", "- [P1] the lock leaks")
     add_round(ledger, pr.number, 2, "APPROVE", "- [P3] naming", carried=["c" * 40])
-    sim.comment(REPO, pr.number, "![high] unchecked None", "gemini-code-assist[bot]",
+    sim.comment(REPO, pr.number, "![medium] unchecked None", "gemini-code-assist[bot]",
                 kind="review", path="a.py", line=1)  # fmt: skip
     sim.comment(REPO, pr.number, "nit: spacing", "alice")
     sim.set_check_run(REPO, pr.head_sha, "tests")
