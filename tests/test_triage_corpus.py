@@ -35,14 +35,15 @@ def test_no_human_p1_is_read_as_p3(sample: dict[str, Any]) -> None:
     decided = triage(sample["body"])
     if sample["human"] == "P1":
         assert decided.priority != "P3"
-    # Every real sample carries its bot's marker, and the marker decided it.
-    assert decided.basis == Basis.MARKER
+    # A body with a severity badge is decided by it, never by keywords.
+    if "Badge](" in sample["body"] or "codereviewagent/" in sample["body"]:
+        assert decided.basis == Basis.MARKER
 
 
 def test_agreement_with_the_human_labels() -> None:
     agree = Counter(triage(s["body"]).priority == s["human"] for s in REAL)
     rate = agree[True] / len(REAL)
     print(f"agreement {agree[True]}/{len(REAL)} = {rate:.0%}")
-    # Measured 12/15 (80 %) when the corpus was built; the three disagreements are bot
+    # Measured 15/18 (83 %) when the corpus was built; the three disagreements are bot
     # levels above the rubric's (a P1/high badge on an edge-case finding), none lower.
-    assert rate >= 0.8
+    assert rate >= 0.83

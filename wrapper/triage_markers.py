@@ -84,7 +84,8 @@ RULES: tuple[MarkerRule, ...] = (
 # Review summaries that carry no finding of their own (the findings are inline).
 SUMMARY = re.compile(
     r"\*\*Actionable comments posted: \d+\*\*|<!-- walkthrough_start -->|"
-    r"^## Summary of Changes|^## Pull Request Overview|Copilot reviewed \d+ out of \d+|"
+    r"^## Summary of Changes|^## Code Review\n+This pull request|^## Pull Request Overview|"
+    r"Copilot reviewed \d+ out of \d+|"
     r"^### 💡 Codex Review|^<h3>Greptile Summary</h3>|^## Greptile Summary",
     re.MULTILINE,
 )
