@@ -44,6 +44,7 @@ def test_agreement_with_the_human_labels() -> None:
     agree = Counter(triage(s["body"]).priority == s["human"] for s in REAL)
     rate = agree[True] / len(REAL)
     print(f"agreement {agree[True]}/{len(REAL)} = {rate:.0%}")
-    # Measured 15/18 (83 %) when the corpus was built; the three disagreements are bot
-    # levels above the rubric's (a P1/high badge on an edge-case finding), none lower.
-    assert rate >= 0.83
+    # Measured 17/21 (81 %) when the corpus was built; the four disagreements are bot
+    # levels above the rubric's (a P1/high/medium marker on an edge-case or refactor
+    # finding), none lower.
+    assert rate >= 0.8
