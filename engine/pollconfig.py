@@ -118,6 +118,11 @@ class GithubPollConfig(BaseModel):
     max_fires_per_poll: StrictInt = Field(default=10, ge=1, le=1000)
     backfill: StrictBool = False  # True: the first poll fires for PRs that already exist
     page_limit: StrictInt | None = Field(default=None, ge=5, le=100)
+    # A run lost with its engine (engine_lost): fire the event again (at least once,
+    # the default) or leave it cancelled. Left out of dumps at the default.
+    on_engine_lost: Literal["refire", "drop"] = Field(
+        default="refire", exclude_if=lambda value: value == "refire"
+    )
     # Required with event "mentions", refused otherwise; left out of dumps when unset.
     mentions: MentionsConfig | None = Field(default=None, exclude_if=lambda value: value is None)
 

@@ -88,6 +88,7 @@ class PassReport:
     decisions: list[EventDecision] = field(default_factory=list)
     launched: list[Claim] = field(default_factory=list)
     held: int = 0
+    retried: int = 0  # new attempts of re-offered events (engine.attempts)
 
 
 def page_limit(config: GithubPollConfig) -> int:
@@ -136,6 +137,13 @@ def poll_once(
             )
         return report
 
+    if not dry_run:
+        # Events whose earlier attempt was lost or never launched go first.
+        for retry in pstore.claim_retries(ticket, owner):
+            report.launched.append(retry)
+            report.retried += 1
+            if launch is not None:
+                launch(retry)
     if config.event == "mentions":
         return _mentions_pass(
             pstore, settings, client, ticket, owner, config, report, launch=launch, dry_run=dry_run
@@ -195,7 +203,7 @@ def poll_once(
             handled(event)
             report.decisions.append(EventDecision(event, f"excluded:{event.exclusion}"))
             continue
-        if pstore.is_claimed(ticket.schedule_id, event.pr_number, event.at):
+        if pstore.is_claimed(ticket.schedule_id, event.pr_number, event.at, event.head_sha):
             handled(event)
             report.decisions.append(EventDecision(event, "already_claimed"))
             continue
@@ -220,6 +228,7 @@ def poll_once(
                     ticket,
                     pr_number=event.pr_number,
                     occurred_at=event.at,
+                    head_sha=event.head_sha,
                     context=context,
                     argv=None,
                     owner=owner,
@@ -242,6 +251,7 @@ def poll_once(
             ticket,
             pr_number=event.pr_number,
             occurred_at=event.at,
+            head_sha=event.head_sha,
             context=context,
             argv=argv,
             owner=owner,

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, or_, select, update
+from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from engine.attempts import requeue
 from engine.db import translate_db_error
 from engine.errors import Conflict, LiError, NotFound
 from engine.models import (
@@ -35,6 +36,7 @@ from engine.models import (
     TriggerType,
     utcnow,
 )
+from engine.recovery import fenced_finish_allowed, live_engine_ids, resolve_orphans
 from engine.scheduleset import ExistingSchedule, PlanAction, PlanItem
 from engine.spec import ScheduleSpec, next_fire_time
 
@@ -613,13 +615,21 @@ class Store:
             lambda s: s.execute(update(ScheduleRun).where(ScheduleRun.id == run_id).values(pid=pid))
         )
 
-    def finish_run(self, run_id: int, result: FinishedRun, *, owner: str | None = None) -> None:
-        """Store the outcome of a run and release the schedule's lease held by ``owner``."""
+    def finish_run(self, run_id: int, result: FinishedRun, *, owner: str | None = None) -> bool:
+        """Store the outcome of a run and release the schedule's lease held by ``owner``.
 
-        def work(session: Session) -> None:
+        Fenced: False (nothing written) when the run is no longer ``running`` under
+        ``owner`` - another engine recovered it (see engine.recovery). A cancelled
+        github_poll run is queued for another attempt (engine.attempts) in the same
+        transaction.
+        """
+
+        def work(session: Session) -> bool:
             run = session.get(ScheduleRun, run_id, with_for_update=True)
             if run is None:
-                return
+                return False
+            if not fenced_finish_allowed(run, owner):
+                return False
             run.status = result.status.value
             run.reason = result.reason
             run.exit_code = result.exit_code
@@ -632,8 +642,11 @@ class Store:
                     .where(Schedule.id == run.schedule_id, Schedule.lease_owner == owner)
                     .values(lease_owner=None, lease_until=None)
                 )
+            if result.status is RunStatus.CANCELLED:
+                requeue(session, run)
+            return True
 
-        self._run(work)
+        return bool(self._run(work))
 
     # -- engine instances -------------------------------------------------------------
 
@@ -706,45 +719,21 @@ class Store:
         return result
 
     def live_engine_ids(self, stale_after: timedelta) -> set[str]:
-        """Engines not stopped whose heartbeat is newer than ``stale_after``."""
-        cutoff = self.clock() - stale_after
-        result: set[str] = self._run(
-            lambda s: set(
-                s.scalars(
-                    select(EngineInstance.id).where(
-                        EngineInstance.stopped_at.is_(None), EngineInstance.heartbeat_at >= cutoff
-                    )
-                )
-            )
-        )
+        """Engines not stopped, with a heartbeat newer than ``stale_after`` and (on this
+        host) a live process (engine.recovery)."""
+        result: set[str] = self._run(lambda s: live_engine_ids(s, self.clock(), stale_after))
         return result
 
     def recover_orphans(self, live_engines: set[str]) -> list[ScheduleRun]:
         """Resolve ``running`` runs whose engine is gone (crash, kill -9, power loss).
 
         A run whose process was never launched (no pid) is marked ``cancelled`` with
-        reason ``abandoned_before_launch``: it is not re-launched, because the engine
-        cannot know whether the command had side effects. One with a pid is marked
-        ``cancelled`` / ``engine_lost``. Leases of dead engines are released.
+        reason ``abandoned_before_launch``; one with a pid ``cancelled`` / ``engine_lost``.
+        Leases of gone engines are released. A github_poll event is queued for another
+        attempt under the delivery contract (engine.attempts); cron and interval runs
+        are not re-fired.
         """
-
-        def work(session: Session) -> list[ScheduleRun]:
-            now = self.clock()
-            query = select(ScheduleRun).where(ScheduleRun.status == RunStatus.RUNNING.value)
-            if live_engines:
-                query = query.where(
-                    or_(ScheduleRun.engine_id.is_(None), ScheduleRun.engine_id.not_in(live_engines))
-                )
-            orphans = list(session.scalars(query.with_for_update()))
-            for run in orphans:
-                run.status = RunStatus.CANCELLED.value
-                run.reason = "engine_lost" if run.pid is not None else "abandoned_before_launch"
-                run.finished_at = now
-            lease_query = update(Schedule).where(Schedule.lease_owner.is_not(None))
-            if live_engines:
-                lease_query = lease_query.where(Schedule.lease_owner.not_in(live_engines))
-            session.execute(lease_query.values(lease_owner=None, lease_until=None))
-            return orphans
-
-        result: list[ScheduleRun] = self._run(work)
+        result: list[ScheduleRun] = self._run(
+            lambda s: resolve_orphans(s, self.clock(), live_engines)
+        )
         return result
