@@ -6,6 +6,7 @@ with the code of its class (docs/cli.md); no user error ever prints a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import logging
@@ -30,7 +31,7 @@ from engine.clikit import OneLineErrorsTyper, configure_logging, fail
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.daemon import Engine, registered_engine
-from engine.durations import format_duration, parse_duration
+from engine.durations import MAX_DRAIN_SECONDS, format_duration, parse_duration
 from engine.errors import Conflict, InvalidInput, LiError, NotFound
 from engine.github import SqlEtagCache, github_client
 from engine.models import (
@@ -743,6 +744,12 @@ def schedule_export(
 @engine_app.command("run")
 def engine_run(
     once: bool = typer.Option(False, "--once", help="Fire everything due now, then exit."),
+    drain_timeout: str | None = typer.Option(
+        None,
+        "--drain-timeout",
+        help="On SIGTERM/SIGINT, how long running actions may finish before they are "
+        "terminated, e.g. 30s or 5m (default: LI_SHUTDOWN_GRACE, else 30s; at most 1d).",
+    ),
 ) -> None:
     """Run the engine until SIGTERM/SIGINT (or one pass with --once)."""
     if not _log_level_given:
@@ -750,6 +757,9 @@ def engine_run(
 
     def work() -> None:
         config = settings()
+        if drain_timeout is not None:
+            grace = parse_duration(drain_timeout, what="--drain-timeout", maximum=MAX_DRAIN_SECONDS)
+            config = dataclasses.replace(config, shutdown_grace_seconds=float(grace))
         store = open_store(config, migrate=dbmod.is_sqlite(config.database_url))
         engine = Engine(config, store)
         engine.start()

@@ -10,8 +10,10 @@ Lifecycle (docs/engine.md has the long form):
    only *tries* to fire: the database claim decides (lease + due check), so several
    engines on PostgreSQL never fire one occurrence twice. A sync job re-reads the
    timetable when another process changed it; a heartbeat job refreshes our row.
-3. Stop (SIGTERM/SIGINT): take no new work, give running actions ``shutdown_grace``
-   to finish, then terminate them; they are recorded as ``cancelled``.
+3. Stop (SIGTERM/SIGINT): take no new work, hand claimed events that have not launched
+   back in one transaction (re-offered on the next pass), give running actions
+   ``shutdown_grace`` (``--drain-timeout``) to finish, then terminate them; they are
+   recorded as ``cancelled`` and github_poll events are offered again.
 
 Every job body is wrapped so an error is logged, kept on the engine row, and the loop
 goes on: the daemon never dies silently.
@@ -48,6 +50,8 @@ from engine.github import GitHubClient, SqlEtagCache, github_client
 from engine.models import RunStatus, ScheduleRun, TriggerType
 from engine.polling import PassReport, poll_once
 from engine.pollstore import PollStore
+from engine.retrying import Backoff
+from engine.runbook import RunBook
 from engine.store import Claim, FinishedRun, Store
 
 log = logging.getLogger(__name__)
@@ -155,6 +159,9 @@ class Engine:
         self._scheduler: BackgroundScheduler | None = None
         self._fingerprint: tuple[Any, ...] | None = None
         self.recovered: list[ScheduleRun] = []
+        self.book = RunBook()
+        # Waits on a schedule another engine holds back off, with jitter (no busy loop).
+        self._backoff = Backoff(initial=1.0, maximum=30.0)
 
     # -- start and stop -------------------------------------------------------------
 
@@ -166,8 +173,7 @@ class Engine:
             self._lock.acquire()
         try:
             dbmod.require_head(self.store.engine)
-            stale = timedelta(seconds=self.settings.heartbeat_interval_seconds * 3)
-            others = self.store.live_engine_ids(stale)
+            others = self.store.live_engine_ids(self._stale_after)
             self.store.register_engine(self.engine_id, socket.gethostname(), os.getpid())
             self.recovered = self.store.recover_orphans(others | {self.engine_id})
             for run in self.recovered:
@@ -183,6 +189,10 @@ class Engine:
         except BaseException:
             self._release_lock()
             raise
+
+    @property
+    def _stale_after(self) -> timedelta:
+        return timedelta(seconds=self.settings.heartbeat_interval_seconds * 3)
 
     def _release_lock(self) -> None:
         if self._lock is not None:
@@ -258,6 +268,14 @@ class Engine:
         token = id(cancel)
         with self._inflight_lock:
             self._inflight[token] = cancel
+        claimed: list[int] = []
+
+        def note(claim: Claim) -> None:
+            claimed.append(claim.run_id)
+            self.book.started(claim.run_id)
+            if on_claimed is not None:
+                on_claimed(claim)
+
         try:
             with self._slots:
                 return fire_schedule(
@@ -266,14 +284,20 @@ class Engine:
                     schedule_id,
                     self.engine_id,
                     cancel=cancel,
-                    on_claimed=on_claimed,
+                    on_claimed=note,
+                    finish=self._finish,
                 )
         except Exception as exc:
             self._record_error(f"fire of schedule {schedule_id}", exc)
             return None
         finally:
+            for run_id in claimed:
+                self.book.ended(run_id)
             with self._inflight_lock:
                 self._inflight.pop(token, None)
+
+    def _finish(self, run_id: int, result: FinishedRun) -> None:
+        self.book.finish(self.store, run_id, result, self.engine_id)
 
     def poll(self, schedule_id: int, *, manual: bool = False) -> PassReport | None:
         """One poll pass of a github_poll schedule (None: not due or polled elsewhere)."""
@@ -294,7 +318,14 @@ class Engine:
             return None
 
     def launch_event(self, claim: Claim) -> None:
-        """Run a claimed event's command in the background (under the global cap)."""
+        """Run a claimed event's command in the background (under the global cap).
+
+        Until it gets a slot the claim is pending: a stop hands it back unlaunched.
+        """
+        self.book.add_pending(claim)
+        if self._stopping.is_set():
+            self._release_pending()
+            return
         future = self._event_pool.submit(self._run_event, claim)
         with self._event_futures_lock:
             if self._scheduler is not None:
@@ -303,37 +334,42 @@ class Engine:
             self._event_futures.append(future)
 
     def _run_event(self, claim: Claim) -> ScheduleRun | None:
-        cancel = threading.Event()
-        token = id(cancel)
-        with self._inflight_lock:
-            self._inflight[token] = cancel
-        try:
-            if self._stopping.is_set():
-                self.store.finish_run(
-                    claim.run_id,
-                    FinishedRun(status=RunStatus.CANCELLED, reason="engine_shutdown"),
-                    owner=self.engine_id,
-                )
-            else:
-                with self._slots:
-                    execute_claim(self.store, self.settings, claim, self.engine_id, cancel=cancel)
-            return self.store.get_run(claim.run_id)
-        except Exception as exc:
-            self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
+        with self._slots:
+            if self.book.take_pending(claim.run_id) is None:
+                return None  # handed back by a stop before it got a slot
+            cancel = threading.Event()
+            token = id(cancel)
+            with self._inflight_lock:
+                self._inflight[token] = cancel
             try:
-                self.store.finish_run(
+                execute_claim(
+                    self.store,
+                    self.settings,
+                    claim,
+                    self.engine_id,
+                    cancel=cancel,
+                    finish=self._finish,
+                )
+                return self.store.get_run(claim.run_id)
+            except Exception as exc:
+                self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
+                self._finish(
                     claim.run_id,
                     FinishedRun(
                         status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)
                     ),
-                    owner=self.engine_id,
                 )
-            except LiError:
-                log.exception("could not record the failure of run %s", claim.run_id)
-            return None
-        finally:
-            with self._inflight_lock:
-                self._inflight.pop(token, None)
+                return None
+            finally:
+                self.book.ended(claim.run_id)
+                with self._inflight_lock:
+                    self._inflight.pop(token, None)
+
+    def _release_pending(self) -> None:
+        try:
+            self.book.release_pending(self.store, self.engine_id)
+        except Exception as exc:
+            self._record_error("handing back unlaunched claims", exc)
 
     def wait_for_events(self) -> list[ScheduleRun]:
         """Wait for every launched event run; their final run rows."""
@@ -411,10 +447,20 @@ class Engine:
                 timing = self.store.timing_of(schedule_id)
                 if timing is None:
                     self._time_job(schedule_id, None, trigger_type)
+                    return
+                next_fire_at, kind = timing
+                if next_fire_at is not None and next_fire_at <= datetime.now(UTC):
+                    # Still due: another engine holds it (a slow poll, a long run).
+                    # Back off with jitter instead of retrying at once.
+                    delay = self._backoff.next_delay(schedule_id)
+                    next_fire_at = datetime.now(UTC) + timedelta(seconds=delay)
                 else:
-                    self._time_job(schedule_id, *timing)
+                    self._backoff.reset(schedule_id)
+                self._time_job(schedule_id, next_fire_at, kind)
             except Exception as exc:
                 self._record_error(f"re-timing schedule {schedule_id}", exc)
+        else:
+            self._backoff.reset(schedule_id)
 
     def sync(self, force: bool = False) -> None:
         """Rebuild the timer from the database when anything changed there."""
@@ -438,8 +484,19 @@ class Engine:
             self._record_error("sync", exc)
 
     def _heartbeat(self) -> None:
+        """Heartbeat, then recovery: orphans of gone engines (every loop, not only at
+        start; engine.recovery) and this engine's own unrecorded or stray runs."""
         try:
             self.store.heartbeat(self.engine_id)
+            live = self.store.live_engine_ids(self._stale_after) | {self.engine_id}
+            for run in self.store.recover_orphans(live):
+                log.warning(
+                    "run %s of %s was left running by a gone engine: %s",
+                    run.id,
+                    run.schedule_name,
+                    run.reason,
+                )
+            self.book.repair(self.store, self.engine_id)
         except Exception as exc:
             self._record_error("heartbeat", exc)
 
@@ -496,6 +553,8 @@ class Engine:
         # So: stop the scheduler without waiting, then wait for our own actions.
         self._stopping.set()
         scheduler.shutdown(wait=False)
+        # Claimed but not launched: back to the queue, in one transaction.
+        self._release_pending()
         if not self._wait_for_inflight(self.settings.shutdown_grace_seconds):
             with self._inflight_lock:
                 pending = list(self._inflight.values())

@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from engine.durations import MAX_POLL_INTERVAL_SECONDS
 from engine.errors import InvalidInput, LiError
 from engine.triggers import ALLOWLIST_CONFIG_ERROR, parse_allowlist, validate_handle
 
@@ -112,7 +113,9 @@ class GithubPollConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     repo: StrictStr
-    poll_interval_seconds: StrictInt = Field(default=DEFAULT_POLL_INTERVAL_SECONDS, ge=10)
+    poll_interval_seconds: StrictInt = Field(
+        default=DEFAULT_POLL_INTERVAL_SECONDS, ge=10, le=MAX_POLL_INTERVAL_SECONDS
+    )
     filters: PollFilters = Field(default_factory=PollFilters)
     event: Literal["pr_updated", "pr_merged", "mentions"] = "pr_updated"
     max_fires_per_poll: StrictInt = Field(default=10, ge=1, le=1000)

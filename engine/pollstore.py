@@ -399,7 +399,7 @@ class PollStore:
                 row.lease_owner = None
                 row.lease_until = None
 
-        self.store._run(work)
+        self.store.durable(lambda: self.store._run(work))
 
     def set_cursor(
         self, schedule_id: int, value: datetime | None, *, reason: str, operator: str

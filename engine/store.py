@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import CursorResult, Engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,9 +37,11 @@ from engine.models import (
     utcnow,
 )
 from engine.recovery import fenced_finish_allowed, live_engine_ids, resolve_orphans
+from engine.retrying import DB_RETRY_SECONDS, durable_write
 from engine.scheduleset import ExistingSchedule, PlanAction, PlanItem
 from engine.spec import ScheduleSpec, next_fire_time
 
+T = TypeVar("T")
 TAIL_LIMIT = 4096
 MAX_KEPT_ERRORS = 10
 # A lease outlives the action's deadline by this much, so a crashed holder's lease
@@ -196,9 +198,17 @@ def _tail(text: str) -> str:
 class Store:
     """Schedules, runs and engine instances in one SQL database."""
 
-    def __init__(self, engine: Engine, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Callable[[], datetime] = utcnow,
+        *,
+        write_retry_seconds: float = DB_RETRY_SECONDS,
+    ) -> None:
         self.engine = engine
         self.clock = clock
+        # How long durable writes (engine.retrying) retry across a database outage.
+        self.write_retry_seconds = write_retry_seconds
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     # -- plumbing -------------------------------------------------------------------
@@ -218,6 +228,10 @@ class Store:
             ) from None
         except SQLAlchemyError as exc:
             raise translate_db_error(exc, self.engine) from None
+
+    def durable(self, work: Callable[[], T]) -> T:
+        """``work()`` retried across a short database outage (engine.retrying)."""
+        return durable_write(work, within=self.write_retry_seconds)
 
     @staticmethod
     def _by_name(session: Session, name: str, *, lock: bool = False) -> Schedule:
@@ -601,13 +615,18 @@ class Store:
         result: tuple[datetime | None, str] | None = self._run(work)
         return result
 
-    def set_run_argv(self, run_id: int, argv: list[str]) -> None:
-        """Record the argv a run is about to execute."""
-        self._run(
-            lambda s: s.execute(
-                update(ScheduleRun).where(ScheduleRun.id == run_id).values(argv=argv)
-            )
+    def set_run_argv(self, run_id: int, argv: list[str], *, owner: str | None = None) -> bool:
+        """Record the argv a run is about to execute; fenced like :meth:`finish_run`:
+        False (do not launch) when the run is no longer ``running`` under ``owner``."""
+        query = update(ScheduleRun).where(
+            ScheduleRun.id == run_id, ScheduleRun.status == RunStatus.RUNNING.value
         )
+        if owner is not None:
+            query = query.where(ScheduleRun.engine_id == owner)
+        result: bool = self._run(
+            lambda s: cast(CursorResult[Any], s.execute(query.values(argv=argv))).rowcount == 1
+        )
+        return result
 
     def mark_started(self, run_id: int, pid: int) -> None:
         """Record the pid of the launched process."""
@@ -646,7 +665,7 @@ class Store:
                 requeue(session, run)
             return True
 
-        return bool(self._run(work))
+        return self.durable(lambda: bool(self._run(work)))
 
     # -- engine instances -------------------------------------------------------------
 
@@ -733,7 +752,7 @@ class Store:
         attempt under the delivery contract (engine.attempts); cron and interval runs
         are not re-fired.
         """
-        result: list[ScheduleRun] = self._run(
-            lambda s: resolve_orphans(s, self.clock(), live_engines)
+        result: list[ScheduleRun] = self.durable(
+            lambda: self._run(lambda s: resolve_orphans(s, self.clock(), live_engines))
         )
         return result
