@@ -183,6 +183,9 @@ def run_dict(run: ScheduleRun, *, full: bool = False) -> dict[str, Any]:
         "finished_at": iso(run.finished_at),
         "duration_seconds": duration_of(run),
         "engine_id": run.engine_id,
+        # One fire, several attempts (a github_poll event re-offered after a loss).
+        "fire_id": run.fire_id or run.id,
+        "attempt": run.attempt,
     }
     if full:
         data.update(
@@ -490,7 +493,7 @@ def schedule_runs(
             emit_json([run_dict(r) for r in runs])
             return
         table(
-            ["run", "schedule", "status", "started", "duration", "exit", "reason"],
+            ["run", "schedule", "status", "started", "duration", "exit", "reason", "attempt"],
             [
                 [
                     r.id,
@@ -500,6 +503,7 @@ def schedule_runs(
                     format_duration(d) if (d := duration_of(r)) is not None else None,
                     r.exit_code,
                     r.reason,
+                    f"{r.attempt} of fire {r.fire_id}" if r.fire_id else r.attempt,
                 ]
                 for r in runs
             ],

@@ -7,6 +7,7 @@ busy loop while another engine holds a lease.
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -30,7 +31,7 @@ from engine.pollstore import PollStore
 from engine.runbook import RunBook
 from engine.spec import ScheduleSpec
 from engine.store import Claim, FinishedRun, Store
-from tests.enginekit import REPO, Rig, wait_until
+from tests.enginekit import LI, REPO, Rig, wait_until
 from tests.factories import settings_for
 from tests.ghsim import GitHubSim
 
@@ -114,6 +115,22 @@ def test_sigterm_hands_back_unlaunched_events_and_a_restart_delivers_each_once(
     retried = [r for r in rig.runs() if r.attempt == 2]
     assert sorted(r.fire_id for r in retried) == sorted(r.id for r in handed_back)
     assert rig.recorded() == dict.fromkeys(expected, 1)
+    # `li schedule runs` shows each attempt as an attempt of its fire.
+    shown = subprocess.run(
+        [LI, "schedule", "runs", "watch", "--json"],
+        env=rig.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = json.loads(shown.stdout)
+    assert sorted((r["fire_id"], r["attempt"]) for r in rows if r["attempt"] == 2) == sorted(
+        (r.id, 2) for r in handed_back
+    )
+    table = subprocess.run(
+        [LI, "schedule", "runs", "watch"], env=rig.env(), capture_output=True, text=True
+    )
+    assert f"2 of fire {handed_back[0].id}" in table.stdout
 
 
 # -- continuous, fenced recovery --------------------------------------------------------
