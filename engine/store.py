@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from engine.attempts import requeue
 from engine.db import translate_db_error
 from engine.errors import Conflict, LiError, NotFound
+from engine.losses import coalesced_slots
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -556,6 +557,9 @@ class Store:
                     else None
                 ),
             }
+            folded = 0 if manual else coalesced_slots(row, scheduled_for, now)
+            if folded:
+                context["coalesced"] = folded
             if leased and row.overlap == OverlapPolicy.SKIP.value:
                 run = ScheduleRun(
                     schedule_id=row.id,
