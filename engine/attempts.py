@@ -127,3 +127,16 @@ def take_retries(
     schedule.last_fire_at = now
     state.updated_at = now
     return runs
+
+
+def confirm_launch(session: Session, run: ScheduleRun) -> None:
+    """A github_poll event run that ended with an exit code was launched: reset its
+    schedule's capped-poll counter (issue 10: a claim alone never counts as a launch;
+    see engine.health.capped_counter_next, rule 3)."""
+    if run.exit_code is None or run.schedule_id is None or run.attempt != 1:
+        return
+    if "pr_number" not in (run.trigger_context or {}):
+        return
+    state = _state_for_update(session, run.schedule_id)
+    if state is not None and state.poller_consecutive_cap_no_dispatch:
+        state.poller_consecutive_cap_no_dispatch = 0

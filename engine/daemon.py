@@ -317,21 +317,23 @@ class Engine:
             self._record_error(f"poll of schedule {schedule_id}", exc)
             return None
 
-    def launch_event(self, claim: Claim) -> None:
+    def launch_event(self, claim: Claim) -> bool | None:
         """Run a claimed event's command in the background (under the global cap).
 
-        Until it gets a slot the claim is pending: a stop hands it back unlaunched.
+        Until it gets a slot the claim is pending: a stop hands it back unlaunched
+        (False). None: queued; the run's exit code confirms the launch.
         """
         self.book.add_pending(claim)
         if self._stopping.is_set():
             self._release_pending()
-            return
+            return False
         future = self._event_pool.submit(self._run_event, claim)
         with self._event_futures_lock:
             if self._scheduler is not None:
                 # As a daemon nobody collects results: keep only what is still running.
                 self._event_futures = [f for f in self._event_futures if not f.done()]
             self._event_futures.append(future)
+        return None
 
     def _run_event(self, claim: Claim) -> ScheduleRun | None:
         with self._slots:

@@ -22,7 +22,7 @@ from sqlalchemy import CursorResult, Engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from engine.attempts import requeue
+from engine.attempts import confirm_launch, requeue
 from engine.db import translate_db_error
 from engine.errors import Conflict, LiError, NotFound
 from engine.losses import coalesced_slots
@@ -667,6 +667,7 @@ class Store:
                 )
             if result.status is RunStatus.CANCELLED:
                 requeue(session, run)
+            confirm_launch(session, run)
             return True
 
         return self.durable(lambda: bool(self._run(work)))
