@@ -30,7 +30,7 @@ from engine.argv import check_templates
 from engine.clikit import OneLineErrorsTyper, configure_logging, fail
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
-from engine.daemon import Engine, registered_engine
+from engine.daemon import Engine
 from engine.durations import MAX_DRAIN_SECONDS, format_duration, parse_duration
 from engine.errors import Conflict, InvalidInput, LiError, NotFound
 from engine.github import SqlEtagCache, github_client
@@ -45,6 +45,7 @@ from engine.models import (
 from engine.pollconfig import parse_filter, parse_repo, validate_poll_config
 from engine.polling import poll_once
 from engine.pollstore import PollStore
+from engine.presence import registered_engine
 from engine.scheduleset import (
     PlanAction,
     dump_schedule_set,
