@@ -276,6 +276,7 @@ class Engine:
             with self._inflight_lock:
                 self._inflight[token] = cancel
             try:
+                # Its outcome goes through the run book: never raises for the write.
                 execute_claim(
                     self.store,
                     self.settings,
@@ -284,7 +285,6 @@ class Engine:
                     cancel=cancel,
                     finish=self._finish,
                 )
-                return self.store.get_run(claim.run_id)
             except Exception as exc:
                 self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
                 self._finish(
@@ -298,6 +298,10 @@ class Engine:
                 self.book.ended(claim.run_id)
                 with self._inflight_lock:
                     self._inflight.pop(token, None)
+        try:
+            return self.store.get_run(claim.run_id)
+        except LiError:
+            return None
 
     def _release_pending(self) -> None:
         try:
