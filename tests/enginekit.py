@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine as SAEngine
+from sqlalchemy import select
 
-from engine.models import RunStatus, ScheduleRun, TriggerType
+from engine.models import PollClaim, RunStatus, ScheduleRun, TriggerType
 from engine.pollconfig import validate_poll_config
 from engine.pollstore import PollStore
 from engine.spec import ScheduleSpec
@@ -54,6 +55,7 @@ class Rig:
     def __post_init__(self) -> None:
         self.sim.add_token(self.token, ("li-bot", 900))
         self.store = Store(self.db)
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.recorder = self.workdir / "recorded.txt"
         self.recorder.touch()
 
@@ -120,3 +122,55 @@ class Rig:
             for r in self.runs(name)
             if r.status == RunStatus.SUCCEEDED.value
         )
+
+
+@dataclass
+class Audit:
+    """The delivery oracle over everything a database recorded (see the fault test)."""
+
+    events: int  # claims: one per fired event
+    runs: int
+    retries: int  # attempts after the first
+    lost: list[str]  # claimed events without a succeeded attempt
+    twice: list[str]  # claimed events with more than one succeeded attempt
+    duplicates: int  # recorder lines beyond one per event: idempotent re-deliveries
+    still_running: int
+
+    def line(self) -> str:
+        return (
+            f"{self.events} events, {self.runs} runs, {self.retries} re-fired attempts, "
+            f"{len(self.lost)} lost, {len(self.twice)} completed twice, "
+            f"{self.duplicates} duplicate action completions"
+        )
+
+
+def audit(rig: Rig, name: str = "watch") -> Audit:
+    runs = rig.runs(name)
+    by_id = {r.id: r for r in runs}
+    fires: dict[int, list[ScheduleRun]] = {}
+    for run in runs:
+        fires.setdefault(run.fire_id or run.id, []).append(run)
+    sid = rig.store.get_schedule(name).id
+    query = select(PollClaim.pr_number, PollClaim.head_sha, PollClaim.run_id).where(
+        PollClaim.schedule_id == sid
+    )
+    with rig.db.connect() as conn:
+        claims = list(conn.execute(query))
+    lost, twice = [], []
+    for pr, sha, run_id in claims:
+        key = f"{pr}@{sha}"
+        attempts = fires.get(by_id[run_id].fire_id or run_id, []) if run_id in by_id else []
+        done = sum(r.status == RunStatus.SUCCEEDED.value for r in attempts)
+        if done == 0:
+            lost.append(key)
+        elif done > 1:
+            twice.append(key)
+    return Audit(
+        events=len(claims),
+        runs=len(runs),
+        retries=sum(1 for r in runs if r.attempt > 1),
+        lost=lost,
+        twice=twice,
+        duplicates=sum(count - 1 for count in rig.recorded().values()),
+        still_running=sum(1 for r in runs if r.status == RunStatus.RUNNING.value),
+    )

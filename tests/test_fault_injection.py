@@ -28,8 +28,8 @@ import pytest
 from sqlalchemy import Engine as SAEngine
 from sqlalchemy import select
 
-from engine.models import PollClaim, RunStatus, ScheduleRun
-from tests.enginekit import REPO, Rig, wait_until
+from engine.models import PollClaim, RunStatus
+from tests.enginekit import REPO, Rig, audit, wait_until
 from tests.ghsim import GitHubSim
 
 TRIALS = 25  # per backend: 50 in `make test` (SQLite + PostgreSQL)
@@ -85,34 +85,12 @@ def test_kill_and_sigterm_at_random_points_lose_nothing_and_complete_nothing_twi
     final.send_signal(signal.SIGTERM)
     final.communicate(timeout=60)
 
-    runs = rig.runs()
-    by_id: dict[int, ScheduleRun] = {r.id: r for r in runs}
-    fires: dict[int, list[ScheduleRun]] = {}
-    for run in runs:
-        fires.setdefault(run.fire_id or run.id, []).append(run)
-    claims = _claims(rig)
-    lost, twice = [], []
-    for key, run_id in claims:
-        assert run_id is not None
-        attempts = fires[by_id[run_id].fire_id or run_id]
-        done = sum(r.status == RunStatus.SUCCEEDED.value for r in attempts)
-        if done == 0:
-            lost.append((key, [(r.status, r.reason) for r in attempts]))
-        elif done > 1:
-            twice.append(key)
+    result = audit(rig)
     newest = {f"{pr.number}@{rig.sim.pull(REPO, pr.number).head_sha}" for pr in prs}
     delivered = set(rig.succeeded())
-    recorded = rig.recorded()
-    duplicates = sum(count - 1 for count in recorded.values())
-    retries = sum(1 for r in runs if r.attempt > 1)
-    print(
-        f"\nfault injection (seed {seed}): {TRIALS} trials ({dict(kills)}), "
-        f"{len(claims)} events, {len(runs)} runs, {retries} re-fired attempts, "
-        f"{len(lost)} lost, {len(twice)} completed twice, "
-        f"{duplicates} duplicate action completions (idempotent)"
-    )
-    assert lost == [], f"seed {seed}"
-    assert twice == [], f"seed {seed}"
+    print(f"\nfault injection (seed {seed}): {TRIALS} trials ({dict(kills)}): {result.line()}")
+    assert result.lost == [], f"seed {seed}"
+    assert result.twice == [], f"seed {seed}"
     assert newest <= delivered, f"seed {seed}"
-    assert delivered <= set(recorded), f"seed {seed}"
-    assert not [r for r in runs if r.status == RunStatus.RUNNING.value]
+    assert delivered <= set(rig.recorded()), f"seed {seed}"
+    assert result.still_running == 0
