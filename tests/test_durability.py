@@ -92,7 +92,9 @@ def test_sigterm_hands_back_unlaunched_events_and_a_restart_delivers_each_once(
     prs = [rig.sim.open_pr(REPO, f"f{i}", {f"f{i}.py": "1\n"}) for i in range(4)]
     engine = rig.start_engine("--drain-timeout", "20s", LI_MAX_CONCURRENT_ACTIONS="1")
     rig.trigger()
-    assert wait_until(lambda: any(r.pid for r in rig.runs())), engine.stderr
+    # Every event claimed (the pass is over) and the first one launched.
+    assert wait_until(lambda: len(rig.runs()) == 4 and any(r.pid for r in rig.runs()))
+    time.sleep(0.3)
     engine.send_signal(signal.SIGTERM)
     _, stderr = engine.communicate(timeout=60)
     assert engine.returncode == 0, stderr
