@@ -9,8 +9,8 @@ Fencing: a recovered run is no longer ``running`` under its engine. Every write 
 finishes a run is a compare-and-set on (status ``running``, owning engine), see
 :func:`fenced_finish_allowed`, so an engine that comes back from a pause cannot finish
 a run another engine recovered (its outcome is logged and dropped; the event was
-re-offered under the delivery contract). Recovery also marks the gone engine's row
-stopped, so a paused engine that resumes sees it was declared dead.
+re-offered under the delivery contract). A paused engine that resumes heartbeats again
+and is live again: only its runs from before the pause were taken from it.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def live_engine_ids(session: Session, now: datetime, stale_after: timedelta) -> 
 
 
 def resolve_orphans(session: Session, now: datetime, live: set[str]) -> list[ScheduleRun]:
-    """Cancel ``running`` runs of engines not in ``live``, release their leases, mark
-    them stopped, and queue github_poll events for another attempt (engine.attempts)."""
+    """Cancel ``running`` runs of engines not in ``live``, release their leases, and
+    queue github_poll events for another attempt (engine.attempts)."""
     query = select(ScheduleRun).where(ScheduleRun.status == RunStatus.RUNNING.value)
     if live:
         query = query.where(
@@ -91,8 +91,4 @@ def resolve_orphans(session: Session, now: datetime, live: set[str]) -> list[Sch
     if live:
         lease_query = lease_query.where(Schedule.lease_owner.not_in(live))
     session.execute(lease_query.values(lease_owner=None, lease_until=None))
-    gone = update(EngineInstance).where(EngineInstance.stopped_at.is_(None))
-    if live:
-        gone = gone.where(EngineInstance.id.not_in(live))
-    session.execute(gone.values(stopped_at=now))
     return orphans
