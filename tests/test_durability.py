@@ -326,6 +326,7 @@ def test_an_idle_engine_waiting_for_a_lease_held_elsewhere_stays_quiet(
         beating.join()
         engine.close()
     rate = len(window) / 5.0
+    print(f"\nidle engine under a foreign lease: {rate:.1f} transactions/s")
     assert rate < 5.0, f"{rate:.1f} transactions per second while idle"
     assert holder_store.get_schedule("watch").lease_owner == "engine-holder"
     holder_store.engine.dispose()
