@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 MISFIRE_GRACE_SECONDS = 3600
 SYNC_JOB_ID = "__sync__"
 HEARTBEAT_JOB_ID = "__heartbeat__"
+RECOVERY_JOB_ID = "__recovery__"
 
 
 class Engine:
@@ -422,10 +423,16 @@ class Engine:
             self._record_error("sync", exc)
 
     def _heartbeat(self) -> None:
-        """Heartbeat, then recovery: orphans of gone engines (every loop, not only at
-        start; engine.recovery) and this engine's own unrecorded or stray runs."""
         try:
             self.store.heartbeat(self.engine_id)
+        except Exception as exc:
+            self._record_error("heartbeat", exc)
+
+    def _recover(self) -> None:
+        """Recovery on every loop, not only at start: orphans of gone engines
+        (engine.recovery) and this engine's own unrecorded or stray runs (engine.runbook).
+        Its own job and thread, so a slow database never delays the heartbeat."""
+        try:
             live = self.store.live_engine_ids(self._stale_after) | {self.engine_id}
             for run in self.store.recover_orphans(live):
                 log.warning(
@@ -436,7 +443,7 @@ class Engine:
                 )
             self.book.repair(self.store, self.engine_id)
         except Exception as exc:
-            self._record_error("heartbeat", exc)
+            self._record_error("recovery", exc)
 
     def run_forever(self, stop: threading.Event | None = None) -> None:
         """Run until ``stop`` is set or :meth:`request_stop` is called; then drain."""
@@ -446,6 +453,7 @@ class Engine:
                 "actions": ThreadPoolExecutor(self.settings.max_concurrent_actions),
                 "polls": ThreadPoolExecutor(2),
                 "default": ThreadPoolExecutor(2),
+                "upkeep": ThreadPoolExecutor(1),
             },
         )
         self._scheduler = scheduler
@@ -463,6 +471,15 @@ class Engine:
             self._heartbeat,
             IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
             id=HEARTBEAT_JOB_ID,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
+        scheduler.add_job(
+            self._recover,
+            IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
+            id=RECOVERY_JOB_ID,
+            executor="upkeep",
             coalesce=True,
             max_instances=1,
             misfire_grace_time=None,

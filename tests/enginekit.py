@@ -51,6 +51,8 @@ class Rig:
     workdir: Path
     token: str = field(default_factory=lambda: f"tok-{uuid.uuid4().hex}")
     engines: list[subprocess.Popen[str]] = field(default_factory=list)
+    engine_logs: list[Path] = field(default_factory=list)
+    all_engines: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.sim.add_token(self.token, ("li-bot", 900))
@@ -85,16 +87,27 @@ class Rig:
         return self.store.add_schedule(spec).id
 
     def start_engine(self, *extra: str, **env: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [LI, "--log-level", "warning", "engine", "run", *extra],
-            env=self.env(**env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        # Output goes to a file, never to a pipe nobody drains: a full pipe would block
+        # the engine's logging threads (its heartbeat among them).
+        log = self.workdir / f"engine-{len(self.engine_logs)}.log"
+        self.engine_logs.append(log)
+        with log.open("w") as sink:
+            proc = subprocess.Popen(
+                [LI, "--log-level", "warning", "engine", "run", *extra],
+                env=self.env(**env),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
         self.engines.append(proc)
+        self.all_engines.append(proc)
         return proc
+
+    def log_of(self, proc: subprocess.Popen[str]) -> str:
+        """What an engine this rig started printed (stdout and stderr)."""
+        index = [id(p) for p in self.all_engines].index(id(proc))
+        return self.engine_logs[index].read_text(errors="replace")
 
     def stop_all(self) -> None:
         for proc in self.engines:

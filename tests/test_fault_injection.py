@@ -80,7 +80,7 @@ def test_kill_and_sigterm_at_random_points_lose_nothing_and_complete_nothing_twi
     final = rig.start_engine()
     for _ in range(3):
         rig.trigger()
-        assert wait_until(lambda: _quiet(rig, sid), timeout=60), final.stderr
+        assert wait_until(lambda: _quiet(rig, sid), timeout=60), rig.log_of(final)
         time.sleep(0.5)
     final.send_signal(signal.SIGTERM)
     final.communicate(timeout=60)
