@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sqlite3
 import subprocess
 import threading
@@ -150,7 +151,7 @@ def test_a_live_engine_recovers_runs_of_an_engine_that_died_after_it_started(
     thread = threading.Thread(target=engine.run_forever, args=(stop,))
     thread.start()
     try:
-        store.register_engine("engine-dead", __import__("socket").gethostname(), _dead_pid())
+        store.register_engine("engine-dead", socket.gethostname(), _dead_pid())
         claim = _claim(store, sid, "engine-dead")
         assert wait_until(
             lambda: store.get_run(claim.run_id).status != RunStatus.RUNNING.value, timeout=10
@@ -292,7 +293,7 @@ def test_an_idle_engine_waiting_for_a_lease_held_elsewhere_stays_quiet(
     holder_store = Store(dbmod.make_engine(db_url))
     sid = holder_store.add_schedule(_poll_spec()).id
     # Another live engine (this process: alive) holds the poll lease; the schedule is due.
-    holder_store.register_engine("engine-holder", __import__("socket").gethostname(), 1)
+    holder_store.register_engine("engine-holder", socket.gethostname(), 1)
     ticket = PollStore(holder_store).claim_poll(sid, "engine-holder", manual=True)
     assert ticket is not None
     holder_store.request_fire("watch")
