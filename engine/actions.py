@@ -21,6 +21,9 @@ from engine.store import Claim, FinishedRun, Store
 
 log = logging.getLogger(__name__)
 
+# Records a run's outcome: ``finish(run_id, result)``.
+Finisher = Callable[[int, FinishedRun], None]
+
 
 def finished_from_outcome(outcome: RunOutcome) -> FinishedRun:
     """The store's view of a runner outcome."""
@@ -42,19 +45,29 @@ def execute_claim(
     *,
     environ: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
+    finish: Finisher | None = None,
 ) -> FinishedRun:
     """Run a claimed fire to its end and record the outcome on its run row.
 
     The allow-list is checked again while building argv and once more by the runner
     right before spawn; a refusal there is recorded as ``refused`` with its reason.
+    ``finish`` records the outcome (default: :meth:`Store.finish_run` as ``owner``).
     """
+    if finish is None:
+
+        def finish(run_id: int, result: FinishedRun) -> None:
+            store.finish_run(run_id, result, owner=owner)
+
     try:
         argv = render_argv(claim.command, claim.args, claim.context, settings.command_allowlist)
     except LiError as exc:
         result = FinishedRun(status=RunStatus.REFUSED, reason=exc.reason, stderr_tail=exc.message)
-        store.finish_run(claim.run_id, result, owner=owner)
+        finish(claim.run_id, result)
         return result
-    store.set_run_argv(claim.run_id, argv)
+    if not store.set_run_argv(claim.run_id, argv, owner=owner):
+        # Fenced: another engine recovered this run meanwhile; it is not ours to launch.
+        log.warning("run %s was recovered by another engine: not launched", claim.run_id)
+        return FinishedRun(status=RunStatus.CANCELLED, reason="fenced")
     passthrough = [*settings.env_passthrough, *claim.env_passthrough]
     env = build_environment(
         settings.base_environment(environ),
@@ -73,7 +86,7 @@ def execute_claim(
         request, on_spawn=lambda pid: store.mark_started(claim.run_id, pid), cancel=cancel
     )
     result = finished_from_outcome(outcome)
-    store.finish_run(claim.run_id, result, owner=owner)
+    finish(claim.run_id, result)
     return result
 
 
@@ -87,6 +100,7 @@ def fire_schedule(
     cancel: threading.Event | None = None,
     on_claimed: Callable[[Claim], None] | None = None,
     environ: Mapping[str, str] | None = None,
+    finish: Finisher | None = None,
 ) -> ScheduleRun | None:
     """Claim and run one occurrence; returns the final run row, or None if not claimed.
 
@@ -106,7 +120,7 @@ def fire_schedule(
         except Exception:  # the timer is best effort; the run must still happen
             log.exception("on_claimed hook failed for %s", claim.schedule_name)
     try:
-        execute_claim(store, settings, claim, owner, environ=environ, cancel=cancel)
+        execute_claim(store, settings, claim, owner, environ=environ, cancel=cancel, finish=finish)
     except Exception as exc:
         # Never leave a claimed run as `running`: record what broke, then re-raise so
         # the caller's loop records the iteration error too.

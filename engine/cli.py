@@ -6,6 +6,7 @@ with the code of its class (docs/cli.md); no user error ever prints a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import logging
@@ -29,8 +30,8 @@ from engine.argv import check_templates
 from engine.clikit import OneLineErrorsTyper, configure_logging, fail
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
-from engine.daemon import Engine, registered_engine
-from engine.durations import format_duration, parse_duration
+from engine.daemon import Engine
+from engine.durations import MAX_DRAIN_SECONDS, format_duration, parse_duration
 from engine.errors import Conflict, InvalidInput, LiError, NotFound
 from engine.github import SqlEtagCache, github_client
 from engine.models import (
@@ -44,6 +45,7 @@ from engine.models import (
 from engine.pollconfig import parse_filter, parse_repo, validate_poll_config
 from engine.polling import poll_once
 from engine.pollstore import PollStore
+from engine.presence import registered_engine
 from engine.scheduleset import (
     PlanAction,
     dump_schedule_set,
@@ -182,6 +184,9 @@ def run_dict(run: ScheduleRun, *, full: bool = False) -> dict[str, Any]:
         "finished_at": iso(run.finished_at),
         "duration_seconds": duration_of(run),
         "engine_id": run.engine_id,
+        # One fire, several attempts (a github_poll event re-offered after a loss).
+        "fire_id": run.fire_id or run.id,
+        "attempt": run.attempt,
     }
     if full:
         data.update(
@@ -499,7 +504,7 @@ def schedule_runs(
             emit_json([run_dict(r) for r in runs])
             return
         table(
-            ["run", "schedule", "status", "started", "duration", "exit", "reason"],
+            ["run", "schedule", "status", "started", "duration", "exit", "reason", "attempt"],
             [
                 [
                     r.id,
@@ -509,6 +514,7 @@ def schedule_runs(
                     format_duration(d) if (d := duration_of(r)) is not None else None,
                     r.exit_code,
                     r.reason,
+                    f"{r.attempt} of fire {r.fire_id}" if r.fire_id else r.attempt,
                 ]
                 for r in runs
             ],
@@ -753,6 +759,12 @@ def schedule_export(
 @engine_app.command("run")
 def engine_run(
     once: bool = typer.Option(False, "--once", help="Fire everything due now, then exit."),
+    drain_timeout: str | None = typer.Option(
+        None,
+        "--drain-timeout",
+        help="On SIGTERM/SIGINT, how long running actions may finish before they are "
+        "terminated, e.g. 30s or 5m (default: LI_SHUTDOWN_GRACE, else 30s; at most 1d).",
+    ),
 ) -> None:
     """Run the engine until SIGTERM/SIGINT (or one pass with --once)."""
     if not _log_level_given:
@@ -760,6 +772,9 @@ def engine_run(
 
     def work() -> None:
         config = settings()
+        if drain_timeout is not None:
+            grace = parse_duration(drain_timeout, what="--drain-timeout", maximum=MAX_DRAIN_SECONDS)
+            config = dataclasses.replace(config, shutdown_grace_seconds=float(grace))
         store = open_store(config, migrate=dbmod.is_sqlite(config.database_url))
         engine = Engine(config, store)
         engine.start()

@@ -12,8 +12,10 @@ Lifecycle (docs/engine.md has the long form):
    only *tries* to fire: the database claim decides (lease + due check), so several
    engines on PostgreSQL never fire one occurrence twice. A sync job re-reads the
    timetable when another process changed it; a heartbeat job refreshes our row.
-3. Stop (SIGTERM/SIGINT): take no new work, give running actions ``shutdown_grace``
-   to finish, then terminate them; they are recorded as ``cancelled``.
+3. Stop (SIGTERM/SIGINT): take no new work, hand claimed events that have not launched
+   back in one transaction (re-offered on the next pass), give running actions
+   ``shutdown_grace`` (``--drain-timeout``) to finish, then terminate them; they are
+   recorded as ``cancelled`` and github_poll events are offered again.
 
 Every job body is wrapped so an error is logged, kept on the engine row, and the loop
 goes on: the daemon never dies silently.
@@ -22,20 +24,17 @@ goes on: the daemon never dies silently.
 from __future__ import annotations
 
 import collections
-import fcntl
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from concurrent.futures import ThreadPoolExecutor as FuturesPool
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -45,11 +44,14 @@ from apscheduler.triggers.interval import IntervalTrigger
 from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.config import Settings
-from engine.errors import Conflict, LiError
+from engine.errors import LiError
 from engine.github import GitHubClient, SqlEtagCache, github_client
 from engine.models import RunStatus, ScheduleRun, TriggerType
 from engine.polling import PassReport, poll_once
 from engine.pollstore import PollStore
+from engine.presence import EngineLock
+from engine.retrying import Backoff
+from engine.runbook import RunBook
 from engine.store import Claim, FinishedRun, Store
 
 log = logging.getLogger(__name__)
@@ -58,72 +60,7 @@ log = logging.getLogger(__name__)
 MISFIRE_GRACE_SECONDS = 3600
 SYNC_JOB_ID = "__sync__"
 HEARTBEAT_JOB_ID = "__heartbeat__"
-
-
-class EngineLock:
-    """Exclusive OS lock beside a SQLite database: one engine per file, freed on exit."""
-
-    def __init__(self, database: Path) -> None:
-        self.path = database.with_name(database.name + ".engine.lock")
-        self._handle: IO[str] | None = None
-
-    def acquire(self) -> None:
-        handle = self.path.open("a+")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            handle.close()
-            raise Conflict(
-                f"another li engine (pid {holder}) is running on this SQLite "
-                "database; use PostgreSQL to run several",
-                "engine_already_running",
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._handle = handle
-
-    def release(self) -> None:
-        if self._handle is not None:
-            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None
-
-
-@contextmanager
-def registered_engine(
-    store: Store, settings: Settings, *, kind: str = "engine", heartbeat: bool = True
-) -> Iterator[str]:
-    """Register an engine-instance row (with a heartbeat thread) for the block's duration.
-
-    ``li schedule trigger --wait`` uses this too, so a run it owns is never mistaken
-    for an orphan by an engine that starts meanwhile.
-    """
-    engine_id = f"{kind}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    store.register_engine(engine_id, socket.gethostname(), os.getpid())
-    stop = threading.Event()
-    beat: threading.Thread | None = None
-    if heartbeat:
-
-        def beat_loop() -> None:
-            while not stop.wait(settings.heartbeat_interval_seconds):
-                try:
-                    store.heartbeat(engine_id)
-                except LiError as exc:
-                    log.warning("heartbeat failed: %s", exc)
-
-        beat = threading.Thread(target=beat_loop, name="li-heartbeat", daemon=True)
-        beat.start()
-    try:
-        yield engine_id
-    finally:
-        stop.set()
-        if beat is not None:
-            beat.join(timeout=5)
-        store.stop_engine(engine_id)
+RECOVERY_JOB_ID = "__recovery__"
 
 
 class Engine:
@@ -157,6 +94,9 @@ class Engine:
         self._scheduler: BackgroundScheduler | None = None
         self._fingerprint: tuple[Any, ...] | None = None
         self.recovered: list[ScheduleRun] = []
+        self.book = RunBook()
+        # Waits on a schedule another engine holds back off, with jitter (no busy loop).
+        self._backoff = Backoff(initial=1.0, maximum=30.0)
 
     # -- start and stop -------------------------------------------------------------
 
@@ -168,8 +108,7 @@ class Engine:
             self._lock.acquire()
         try:
             dbmod.require_head(self.store.engine)
-            stale = timedelta(seconds=self.settings.heartbeat_interval_seconds * 3)
-            others = self.store.live_engine_ids(stale)
+            others = self.store.live_engine_ids(self._stale_after)
             self.store.register_engine(self.engine_id, socket.gethostname(), os.getpid())
             self.recovered = self.store.recover_orphans(others | {self.engine_id})
             for run in self.recovered:
@@ -185,6 +124,10 @@ class Engine:
         except BaseException:
             self._release_lock()
             raise
+
+    @property
+    def _stale_after(self) -> timedelta:
+        return timedelta(seconds=self.settings.heartbeat_interval_seconds * 3)
 
     def _release_lock(self) -> None:
         if self._lock is not None:
@@ -260,6 +203,14 @@ class Engine:
         token = id(cancel)
         with self._inflight_lock:
             self._inflight[token] = cancel
+        claimed: list[int] = []
+
+        def note(claim: Claim) -> None:
+            claimed.append(claim.run_id)
+            self.book.started(claim.run_id)
+            if on_claimed is not None:
+                on_claimed(claim)
+
         try:
             with self._slots:
                 return fire_schedule(
@@ -268,14 +219,20 @@ class Engine:
                     schedule_id,
                     self.engine_id,
                     cancel=cancel,
-                    on_claimed=on_claimed,
+                    on_claimed=note,
+                    finish=self._finish,
                 )
         except Exception as exc:
             self._record_error(f"fire of schedule {schedule_id}", exc)
             return None
         finally:
+            for run_id in claimed:
+                self.book.ended(run_id)
             with self._inflight_lock:
                 self._inflight.pop(token, None)
+
+    def _finish(self, run_id: int, result: FinishedRun) -> None:
+        self.book.finish(self.store, run_id, result, self.engine_id)
 
     def poll(self, schedule_id: int, *, manual: bool = False) -> PassReport | None:
         """One poll pass of a github_poll schedule (None: not due or polled elsewhere)."""
@@ -295,47 +252,65 @@ class Engine:
             self._record_error(f"poll of schedule {schedule_id}", exc)
             return None
 
-    def launch_event(self, claim: Claim) -> None:
-        """Run a claimed event's command in the background (under the global cap)."""
+    def launch_event(self, claim: Claim) -> bool | None:
+        """Run a claimed event's command in the background (under the global cap).
+
+        Until it gets a slot the claim is pending: a stop hands it back unlaunched
+        (False). None: queued; the run's exit code confirms the launch.
+        """
+        self.book.add_pending(claim)
+        if self._stopping.is_set():
+            self._release_pending()
+            return False
         future = self._event_pool.submit(self._run_event, claim)
         with self._event_futures_lock:
             if self._scheduler is not None:
                 # As a daemon nobody collects results: keep only what is still running.
                 self._event_futures = [f for f in self._event_futures if not f.done()]
             self._event_futures.append(future)
+        return None
 
     def _run_event(self, claim: Claim) -> ScheduleRun | None:
-        cancel = threading.Event()
-        token = id(cancel)
-        with self._inflight_lock:
-            self._inflight[token] = cancel
-        try:
-            if self._stopping.is_set():
-                self.store.finish_run(
-                    claim.run_id,
-                    FinishedRun(status=RunStatus.CANCELLED, reason="engine_shutdown"),
-                    owner=self.engine_id,
-                )
-            else:
-                with self._slots:
-                    execute_claim(self.store, self.settings, claim, self.engine_id, cancel=cancel)
-            return self.store.get_run(claim.run_id)
-        except Exception as exc:
-            self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
+        with self._slots:
+            if self.book.take_pending(claim.run_id) is None:
+                return None  # handed back by a stop before it got a slot
+            cancel = threading.Event()
+            token = id(cancel)
+            with self._inflight_lock:
+                self._inflight[token] = cancel
             try:
-                self.store.finish_run(
+                # Its outcome goes through the run book: never raises for the write.
+                execute_claim(
+                    self.store,
+                    self.settings,
+                    claim,
+                    self.engine_id,
+                    cancel=cancel,
+                    finish=self._finish,
+                )
+            except Exception as exc:
+                self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
+                self._finish(
                     claim.run_id,
                     FinishedRun(
                         status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)
                     ),
-                    owner=self.engine_id,
                 )
-            except LiError:
-                log.exception("could not record the failure of run %s", claim.run_id)
+                return None
+            finally:
+                self.book.ended(claim.run_id)
+                with self._inflight_lock:
+                    self._inflight.pop(token, None)
+        try:
+            return self.store.get_run(claim.run_id)
+        except LiError:
             return None
-        finally:
-            with self._inflight_lock:
-                self._inflight.pop(token, None)
+
+    def _release_pending(self) -> None:
+        try:
+            self.book.release_pending(self.store, self.engine_id)
+        except Exception as exc:
+            self._record_error("handing back unlaunched claims", exc)
 
     def wait_for_events(self) -> list[ScheduleRun]:
         """Wait for every launched event run; their final run rows."""
@@ -413,10 +388,20 @@ class Engine:
                 timing = self.store.timing_of(schedule_id)
                 if timing is None:
                     self._time_job(schedule_id, None, trigger_type)
+                    return
+                next_fire_at, kind = timing
+                if next_fire_at is not None and next_fire_at <= datetime.now(UTC):
+                    # Still due: another engine holds it (a slow poll, a long run).
+                    # Back off with jitter instead of retrying at once.
+                    delay = self._backoff.next_delay(schedule_id)
+                    next_fire_at = datetime.now(UTC) + timedelta(seconds=delay)
                 else:
-                    self._time_job(schedule_id, *timing)
+                    self._backoff.reset(schedule_id)
+                self._time_job(schedule_id, next_fire_at, kind)
             except Exception as exc:
                 self._record_error(f"re-timing schedule {schedule_id}", exc)
+        else:
+            self._backoff.reset(schedule_id)
 
     def sync(self, force: bool = False) -> None:
         """Rebuild the timer from the database when anything changed there."""
@@ -445,6 +430,23 @@ class Engine:
         except Exception as exc:
             self._record_error("heartbeat", exc)
 
+    def _recover(self) -> None:
+        """Recovery on every loop, not only at start: orphans of gone engines
+        (engine.recovery) and this engine's own unrecorded or stray runs (engine.runbook).
+        Its own job and thread, so a slow database never delays the heartbeat."""
+        try:
+            live = self.store.live_engine_ids(self._stale_after) | {self.engine_id}
+            for run in self.store.recover_orphans(live):
+                log.warning(
+                    "run %s of %s was left running by a gone engine: %s",
+                    run.id,
+                    run.schedule_name,
+                    run.reason,
+                )
+            self.book.repair(self.store, self.engine_id)
+        except Exception as exc:
+            self._record_error("recovery", exc)
+
     def run_forever(self, stop: threading.Event | None = None) -> None:
         """Run until ``stop`` is set or :meth:`request_stop` is called; then drain."""
         scheduler = BackgroundScheduler(
@@ -453,6 +455,7 @@ class Engine:
                 "actions": ThreadPoolExecutor(self.settings.max_concurrent_actions),
                 "polls": ThreadPoolExecutor(2),
                 "default": ThreadPoolExecutor(2),
+                "upkeep": ThreadPoolExecutor(1),
             },
         )
         self._scheduler = scheduler
@@ -470,6 +473,15 @@ class Engine:
             self._heartbeat,
             IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
             id=HEARTBEAT_JOB_ID,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
+        scheduler.add_job(
+            self._recover,
+            IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
+            id=RECOVERY_JOB_ID,
+            executor="upkeep",
             coalesce=True,
             max_instances=1,
             misfire_grace_time=None,
@@ -498,6 +510,8 @@ class Engine:
         # So: stop the scheduler without waiting, then wait for our own actions.
         self._stopping.set()
         scheduler.shutdown(wait=False)
+        # Claimed but not launched: back to the queue, in one transaction.
+        self._release_pending()
         if not self._wait_for_inflight(self.settings.shutdown_grace_seconds):
             with self._inflight_lock:
                 pending = list(self._inflight.values())

@@ -1,4 +1,6 @@
-"""Durations written by people: ``90s``, ``5m``, ``1h30m``, ``2d``; always positive."""
+"""Durations written by people: ``90s``, ``5m``, ``1h30m``, ``2d``; always positive and
+bounded (the maxima below are documented in docs/schedules.md; a larger value would
+overflow date arithmetic or mean a schedule that never really runs)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,42 @@ import re
 from engine.errors import InvalidInput
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DAY = 86400
+MAX_TIMEOUT_SECONDS = 7 * DAY  # an action's --timeout / timeout
+MAX_INTERVAL_SECONDS = 366 * DAY  # --every / every
+MAX_POLL_INTERVAL_SECONDS = DAY  # --poll-interval / poll_interval
+MAX_DRAIN_SECONDS = DAY  # li engine run --drain-timeout
+MAX_DURATION_SECONDS = 366 * DAY  # anything else
+# The maximum of each key as written on the command line or in a schedule file.
+MAXIMA = {
+    "timeout": MAX_TIMEOUT_SECONDS,
+    "--timeout": MAX_TIMEOUT_SECONDS,
+    "every": MAX_INTERVAL_SECONDS,
+    "--every": MAX_INTERVAL_SECONDS,
+    "poll_interval": MAX_POLL_INTERVAL_SECONDS,
+    "--poll-interval": MAX_POLL_INTERVAL_SECONDS,
+    "github.poll_interval": MAX_POLL_INTERVAL_SECONDS,
+    "--drain-timeout": MAX_DRAIN_SECONDS,
+}
 _DURATION = re.compile(r"^(?:\d+[smhd])+$")
 _PART = re.compile(r"(\d+)([smhd])")
 
 
-def parse_duration(text: str, *, what: str = "duration") -> int:
+def check_at_most(seconds: int, maximum: int, what: str) -> None:
+    """Refuse ``seconds`` over ``maximum`` (reason ``duration_too_long``)."""
+    if seconds > maximum:
+        raise InvalidInput(
+            f"{what} {format_duration(seconds)} is longer than the maximum "
+            f"{format_duration(maximum)}",
+            "duration_too_long",
+        )
+
+
+def parse_duration(text: str, *, what: str = "duration", maximum: int | None = None) -> int:
     """Seconds in ``text`` (e.g. ``1h30m`` -> 5400); zero, negative or unknown units refuse.
 
-    Raises InvalidInput with reason ``invalid_duration``.
+    Raises InvalidInput with reason ``invalid_duration``, or ``duration_too_long`` over
+    ``maximum`` (default: the maximum of ``what`` in :data:`MAXIMA`, else 366 days).
     """
     raw = text.strip().lower() if isinstance(text, str) else ""
     if not _DURATION.match(raw):
@@ -24,6 +54,7 @@ def parse_duration(text: str, *, what: str = "duration") -> int:
     seconds = sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _PART.findall(raw))
     if seconds <= 0:
         raise InvalidInput(f"{what} {text!r} must be longer than zero", "invalid_duration")
+    check_at_most(seconds, maximum or MAXIMA.get(what, MAX_DURATION_SECONDS), what)
     return seconds
 
 

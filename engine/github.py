@@ -446,7 +446,21 @@ class RequestPacer:
                 self._deferred_reason = reason
 
     def acquire(self) -> float:
-        """Wait for this token's next slot; raise if a deferral outlasts ``max_wait``."""
+        """Wait for this token's next slot; raise if a deferral outlasts ``max_wait``.
+
+        A request that was already waiting when a rate-limit answer set a deferral
+        re-checks it after its sleep (issue 10): it waits the deferral out or raises,
+        it is never sent into the limit.
+        """
+        waited = 0.0
+        while True:
+            waited += self._acquire_once()
+            with self._lock:
+                held = self._deferred_slot is not None and self._deferred_slot > self._monotonic()
+            if not held:
+                return waited
+
+    def _acquire_once(self) -> float:
         with self._lock:
             now = self._monotonic()
             slot = now if self._next_slot is None else max(now, self._next_slot)

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine.durations import format_duration
+from engine.losses import HEALTH_WINDOW, LossCounts
 from engine.models import RunStatus, TriggerType
 
 # Three in a row: one bad poll is noise, three is a pattern an operator should see.
@@ -46,6 +47,7 @@ class HealthState(enum.StrEnum):
     RATE_LIMITED = "rate_limited"  # GitHub refused polls for quota; they resume after reset
     OVERDUE = "overdue"  # 3+ polls in a row hit page_limit before the cursor, launched nothing
     FAILING = "failing"  # the newest run failed or timed out
+    DEGRADED = "degraded"  # runs failed, were cancelled or refused, or slots coalesced lately
 
 
 # Most severe first. A state is the most severe of its causes' states.
@@ -55,6 +57,7 @@ SEVERITY: tuple[HealthState, ...] = (
     HealthState.STALE,
     HealthState.OVERDUE,
     HealthState.FAILING,
+    HealthState.DEGRADED,
     HealthState.NEVER_POLLED,
 )
 
@@ -101,6 +104,8 @@ class PollHealthFacts:
     latest_run_status: str | None
     latest_run_reason: str | None
     counters: Mapping[str, int]
+    # Runs in the health window by outcome (engine.losses); None: not counted.
+    losses: LossCounts | None = None
 
 
 def assess(facts: PollHealthFacts, now: datetime) -> Health:
@@ -138,11 +143,14 @@ def assess(facts: PollHealthFacts, now: datetime) -> Health:
     trigger = TriggerType(facts.trigger_type)
     if not facts.enabled:
         return Health(HealthState.DISABLED)
+    losses = [(HealthState.DEGRADED, cause) for cause in _loss_causes(facts)]
     if trigger is not TriggerType.GITHUB_POLL:
         failed = _failed_run_cause(facts)
-        if failed is None:
-            return Health(HealthState.HEALTHY)
-        return Health(HealthState.FAILING, (failed,))
+        if failed is not None:
+            return Health(HealthState.FAILING, (failed, *(cause for _, cause in losses)))
+        if losses:
+            return Health(HealthState.DEGRADED, tuple(cause for _, cause in losses))
+        return Health(HealthState.HEALTHY)
 
     found: list[tuple[HealthState, Cause]] = []
     checks = (
@@ -156,6 +164,7 @@ def assess(facts: PollHealthFacts, now: datetime) -> Health:
     for state, cause in checks:
         if cause is not None:
             found.append((state, cause))
+    found.extend(losses)
     if not found:
         return Health(HealthState.HEALTHY)
     found.sort(key=lambda pair: SEVERITY.index(pair[0]))
@@ -257,6 +266,52 @@ def _failed_run_cause(facts: PollHealthFacts) -> Cause | None:
         f"the newest run failed{reason}",
         "read its exit code and output tails with li schedule runs",
     )
+
+
+def _loss_causes(facts: PollHealthFacts) -> list[Cause]:
+    """One ``degraded`` cause per kind of loss counted in the health window."""
+    counts = facts.losses
+    if counts is None:
+        return []
+    window = format_duration(HEALTH_WINDOW.total_seconds())
+    of = f"of {counts.total} run(s) in the last {window}"
+    found = []
+    if counts.failed:
+        found.append(
+            Cause(
+                "runs_failed",
+                f"{counts.failed} {of} failed or timed out",
+                "read them with li schedule runs NAME --status failed --status timed_out",
+            )
+        )
+    if counts.cancelled:
+        found.append(
+            Cause(
+                "runs_cancelled",
+                f"{counts.cancelled} {of} were cancelled (engine stopped, lost or restarted)",
+                "github_poll events are offered again (li schedule runs shows the attempts); "
+                "check li engine status for engines that died",
+            )
+        )
+    if counts.refused:
+        found.append(
+            Cause(
+                "runs_refused",
+                f"{counts.refused} {of} were refused (overlap, allow-list, template)",
+                "read the reasons with li schedule runs NAME --status refused",
+            )
+        )
+    if counts.coalesced:
+        found.append(
+            Cause(
+                "slots_coalesced",
+                f"{counts.coalesced} due occurrence(s) in the last {window} were folded into "
+                "later fires (the engine was down or overloaded)",
+                "keep an engine running; lengthen the interval or raise "
+                "LI_MAX_CONCURRENT_ACTIONS if the engine is overloaded",
+            )
+        )
+    return found
 
 
 def _never_polled_cause(facts: PollHealthFacts) -> Cause | None:

@@ -138,6 +138,11 @@ class ScheduleRun(Base):
     finished_at: Mapped[datetime | None]
     stdout_tail: Mapped[str] = mapped_column(Text, default="")
     stderr_tail: Mapped[str] = mapped_column(Text, default="")
+    # One fire may take several attempts (a github_poll event re-offered after its run
+    # was lost or never launched): ``fire_id`` is the id of the fire's first run row
+    # (None on that first row itself), ``attempt`` counts from 1.
+    attempt: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    fire_id: Mapped[int | None] = mapped_column(Integer)
 
 
 class EngineInstance(Base):
@@ -207,6 +212,9 @@ class PollState(Base):
     pr_watermark: Mapped[datetime | None]
     comments_watermark: Mapped[datetime | None]
     open_prs: Mapped[list[Any] | None] = mapped_column(JSON)
+    # Events whose run was lost or never launched, re-offered first on the next pass
+    # (see engine.attempts): [{"run_id", "fire_id", "attempt", "context"}].
+    retry_events: Mapped[list[Any]] = mapped_column(JSON, default=list)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -227,16 +235,24 @@ class TriggerKey(Base):
 
 
 class PollClaim(Base):
-    """One fired event: unique per (schedule, pull request, event time)."""
+    """One fired event: unique per (schedule, pull request, event time, head SHA).
+
+    The head SHA is part of the key because GitHub stamps ``updated_at`` to the second:
+    a push in the same second as an earlier event of the same pull request is a new
+    event. ``head_sha`` is ``""`` for claims made before it was part of the key.
+    """
 
     __tablename__ = "poll_claims"
     __table_args__ = (
-        UniqueConstraint("schedule_id", "pr_number", "occurred_at", name="uq_poll_claims_event"),
+        UniqueConstraint(
+            "schedule_id", "pr_number", "occurred_at", "head_sha", name="uq_poll_claims_event"
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
     schedule_id: Mapped[int] = mapped_column(ForeignKey("schedules.id", ondelete="CASCADE"))
     pr_number: Mapped[int] = mapped_column(Integer)
     occurred_at: Mapped[datetime]
+    head_sha: Mapped[str] = mapped_column(String(64), default="", server_default="")
     run_id: Mapped[int | None] = mapped_column(ForeignKey("schedule_runs.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from engine.durations import MAX_POLL_INTERVAL_SECONDS
 from engine.errors import InvalidInput, LiError
 from engine.triggers import ALLOWLIST_CONFIG_ERROR, parse_allowlist, validate_handle
 
@@ -113,12 +114,19 @@ class GithubPollConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     repo: StrictStr
-    poll_interval_seconds: StrictInt = Field(default=DEFAULT_POLL_INTERVAL_SECONDS, ge=10)
+    poll_interval_seconds: StrictInt = Field(
+        default=DEFAULT_POLL_INTERVAL_SECONDS, ge=10, le=MAX_POLL_INTERVAL_SECONDS
+    )
     filters: PollFilters = Field(default_factory=PollFilters)
     event: Literal["pr_updated", "pr_merged", "mentions"] = "pr_updated"
     max_fires_per_poll: StrictInt = Field(default=10, ge=1, le=1000)
     backfill: StrictBool = False  # True: the first poll fires for PRs that already exist
     page_limit: StrictInt | None = Field(default=None, ge=5, le=100)
+    # A run lost with its engine (engine_lost): fire the event again (at least once,
+    # the default) or leave it cancelled. Left out of dumps at the default.
+    on_engine_lost: Literal["refire", "drop"] = Field(
+        default="refire", exclude_if=lambda value: value == "refire"
+    )
     # Required with event "mentions", refused otherwise; left out of dumps when unset.
     mentions: MentionsConfig | None = Field(default=None, exclude_if=lambda value: value is None)
 

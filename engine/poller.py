@@ -6,8 +6,8 @@ Nothing here does I/O. :mod:`engine.polling` fetches, claims and launches around
 
 Vocabulary:
 
-- **event**: a pull request seen at one moment, ``(pr_number, at)`` where ``at`` is
-  ``updated_at`` (mode ``pr_updated``) or ``merged_at`` (mode ``pr_merged``). Its
+- **event**: a pull request seen at one moment, ``(pr_number, at, head_sha)`` where ``at``
+  is ``updated_at`` (mode ``pr_updated``) or ``merged_at`` (mode ``pr_merged``). Its
   occurrence key is unique per schedule in the database, so an event fires at most once.
 - **cursor**: the newest ``at`` already handled. An event is new unless its ``at`` is
   strictly older than the cursor: the boundary second is always re-offered (GitHub stamps
@@ -94,9 +94,19 @@ class PollEvent:
     exclusion: str | None = None
 
     @property
+    def head_sha(self) -> str:
+        """The pull request's head SHA when the event was seen (``""`` if unknown)."""
+        value = self.context.get("head_sha")
+        return value if isinstance(value, str) else ""
+
+    @property
     def key(self) -> str:
-        """The occurrence key, unique per schedule: ``{pr_number}@{at}``."""
-        return f"{self.pr_number}@{iso(self.at)}"
+        """The occurrence key, unique per schedule: ``{pr_number}@{at}#{head_sha}``.
+
+        The head SHA is part of it: ``at`` is to the second, so a push in the same second
+        as an earlier event of the same pull request is still a new event.
+        """
+        return f"{self.pr_number}@{iso(self.at)}#{self.head_sha}"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe form for the persisted held batch."""

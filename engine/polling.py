@@ -88,6 +88,27 @@ class PassReport:
     decisions: list[EventDecision] = field(default_factory=list)
     launched: list[Claim] = field(default_factory=list)
     held: int = 0
+    # Launches the callback confirmed (the process was spawned), and claims it handed
+    # back unlaunched (the engine is stopping: the pass is interrupted).
+    confirmed: int = 0
+    handed_back: int = 0
+    retried: int = 0  # new attempts of re-offered events (engine.attempts)
+
+
+# ``launch(claim)`` answers True when the process was spawned (a confirmed launch),
+# False when the claim was handed back unlaunched (the engine is stopping), anything
+# else when it was queued (confirmed later by the run's exit code).
+Launcher = Callable[[Claim], object]
+
+
+def _launch(launch: Launcher | None, claim: Claim, report: PassReport) -> None:
+    if launch is None:
+        return
+    answer = launch(claim)
+    if answer is True:
+        report.confirmed += 1
+    elif answer is False:
+        report.handed_back += 1
 
 
 def page_limit(config: GithubPollConfig) -> int:
@@ -117,7 +138,7 @@ def poll_once(
     ticket: PollTicket,
     owner: str,
     *,
-    launch: Callable[[Claim], object] | None = None,
+    launch: Launcher | None = None,
     dry_run: bool = False,
 ) -> PassReport:
     """Run one pass for ``ticket`` (see the module doc). Never raises for GitHub errors:
@@ -136,6 +157,12 @@ def poll_once(
             )
         return report
 
+    if not dry_run:
+        # Events whose earlier attempt was lost or never launched go first.
+        for retry in pstore.claim_retries(ticket, owner):
+            report.launched.append(retry)
+            report.retried += 1
+            _launch(launch, retry, report)
     if config.event == "mentions":
         return _mentions_pass(
             pstore, settings, client, ticket, owner, config, report, launch=launch, dry_run=dry_run
@@ -195,7 +222,7 @@ def poll_once(
             handled(event)
             report.decisions.append(EventDecision(event, f"excluded:{event.exclusion}"))
             continue
-        if pstore.is_claimed(ticket.schedule_id, event.pr_number, event.at):
+        if pstore.is_claimed(ticket.schedule_id, event.pr_number, event.at, event.head_sha):
             handled(event)
             report.decisions.append(EventDecision(event, "already_claimed"))
             continue
@@ -220,6 +247,7 @@ def poll_once(
                     ticket,
                     pr_number=event.pr_number,
                     occurred_at=event.at,
+                    head_sha=event.head_sha,
                     context=context,
                     argv=None,
                     owner=owner,
@@ -242,6 +270,7 @@ def poll_once(
             ticket,
             pr_number=event.pr_number,
             occurred_at=event.at,
+            head_sha=event.head_sha,
             context=context,
             argv=argv,
             owner=owner,
@@ -257,8 +286,7 @@ def poll_once(
         refusals.pop(event.key, None)
         report.launched.append(claim)
         report.decisions.append(EventDecision(event, "fired", argv=argv, run_id=claim.run_id))
-        if launch is not None:
-            launch(claim)
+        _launch(launch, claim, report)
 
     report.held = len(new_held)
     if dry_run:
@@ -268,12 +296,16 @@ def poll_once(
         ticket.capped_counter,
         fresh_ok_poll=fresh_ok,
         scan_complete=reached,
-        confirmed_launch=fired > 0,
+        # A claim is not a launch: only a confirmed one counts (a launch callback that
+        # saw the spawn; otherwise the run's exit code confirms it later, see
+        # engine.attempts.confirm_launch). A pass whose claims were handed back
+        # unlaunched is interrupted: the counter stays unless a launch was confirmed.
+        confirmed_launch=report.confirmed > 0,
         held_batch=bool(new_held),
         held_batch_matching_launch=fired_from_held,
         error=False,
         polled=True,
-        interrupted=False,
+        interrupted=report.handed_back > 0,
     )
     pstore.settle_poll(
         ticket,
@@ -343,7 +375,7 @@ def _mentions_pass(
     config: GithubPollConfig,
     report: PassReport,
     *,
-    launch: Callable[[Claim], object] | None,
+    launch: Launcher | None,
     dry_run: bool,
 ) -> PassReport:
     """One pass of a ``mentions`` schedule (see docs/triggers.md).
@@ -425,8 +457,7 @@ def _mentions_pass(
         fired += 1
         report.launched.append(claim)
         report.decisions.append(EventDecision(event, "fired", argv=argv, run_id=claim.run_id))
-        if launch is not None:
-            launch(claim)
+        _launch(launch, claim, report)
 
     def state() -> TriggerState:
         return TriggerState(

@@ -26,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from engine.attempts import take_retries
 from engine.errors import NotFound
 from engine.models import (
     PollClaim,
@@ -212,7 +213,9 @@ class PollStore:
         result: PollTicket | None = self.store._run(work)
         return result
 
-    def is_claimed(self, schedule_id: int, pr_number: int, occurred_at: datetime) -> bool:
+    def is_claimed(
+        self, schedule_id: int, pr_number: int, occurred_at: datetime, head_sha: str = ""
+    ) -> bool:
         """Whether this event already fired (or was recorded as skipped)."""
         result: bool = self.store._run(
             lambda s: (
@@ -221,6 +224,7 @@ class PollStore:
                         PollClaim.schedule_id == schedule_id,
                         PollClaim.pr_number == pr_number,
                         PollClaim.occurred_at == occurred_at,
+                        PollClaim.head_sha == head_sha,
                     )
                 )
                 is not None
@@ -234,6 +238,7 @@ class PollStore:
         *,
         pr_number: int,
         occurred_at: datetime,
+        head_sha: str = "",
         context: dict[str, Any],
         argv: list[str] | None,
         owner: str,
@@ -254,7 +259,11 @@ class PollStore:
             if row is None:
                 raise NotFound(f"schedule {ticket.schedule_name} was removed", "schedule_not_found")
             claim = PollClaim(
-                schedule_id=row.id, pr_number=pr_number, occurred_at=occurred_at, created_at=now
+                schedule_id=row.id,
+                pr_number=pr_number,
+                occurred_at=occurred_at,
+                head_sha=head_sha,
+                created_at=now,
             )
             if not _insert_once(session, claim):
                 return None
@@ -272,6 +281,19 @@ class PollStore:
             return Claim.of(row, run.id, context)
 
         result: Claim | None = self.store._run(work)
+        return result
+
+    def claim_retries(self, ticket: PollTicket, owner: str) -> list[Claim]:
+        """New attempts of the events queued for another try (see engine.attempts)."""
+
+        def work(session: Session) -> list[Claim]:
+            row = session.get(Schedule, ticket.schedule_id, with_for_update=True)
+            if row is None:
+                return []
+            runs = take_retries(session, row, owner, self.store.clock())
+            return [Claim.of(row, run.id, dict(run.trigger_context or {})) for run in runs]
+
+        result: list[Claim] = self.store._run(work)
         return result
 
     def claim_trigger(
@@ -379,7 +401,7 @@ class PollStore:
                 row.lease_owner = None
                 row.lease_until = None
 
-        self.store._run(work)
+        self.store.durable(lambda: self.store._run(work))
 
     def set_cursor(
         self, schedule_id: int, value: datetime | None, *, reason: str, operator: str

@@ -23,6 +23,7 @@ from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.config import EXECUTABLE_NAME
+from engine.durations import MAX_INTERVAL_SECONDS, MAX_TIMEOUT_SECONDS, check_at_most
 from engine.errors import InvalidInput, Refused
 from engine.models import OverlapPolicy, TriggerType
 
@@ -118,6 +119,9 @@ def check_spec(spec: ScheduleSpec, allowlist: frozenset[str], *, check_cwd: bool
         raise InvalidInput("a github_poll schedule takes no --cron or --every", "invalid_trigger")
     if spec.timeout_seconds < 1:
         raise InvalidInput("timeout must be at least 1s", "invalid_duration")
+    check_at_most(spec.timeout_seconds, MAX_TIMEOUT_SECONDS, "timeout")
+    if spec.interval_seconds is not None:
+        check_at_most(spec.interval_seconds, MAX_INTERVAL_SECONDS, "every")
     if spec.max_runs is not None and spec.max_runs < 1:
         raise InvalidInput(
             f"max_runs must be a positive integer, got {spec.max_runs}", "invalid_value"

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.health import Health, PollHealthFacts, assess, health_json
+from engine.losses import HEALTH_WINDOW, LossCounts, window_losses
 from engine.models import PollState, Schedule, TriggerType
 from engine.pollconfig import validate_poll_config
 from engine.polling import page_limit
@@ -40,7 +41,20 @@ class ScheduleHealth:
             "consecutive_errors": facts.consecutive_errors,
             "poller_consecutive_cap_no_dispatch": facts.consecutive_cap_no_dispatch,
             "counters": dict(facts.counters),
+            "window": _losses_json(facts.losses),
         }
+
+
+def _losses_json(losses: LossCounts | None) -> dict[str, int] | None:
+    if losses is None:
+        return None
+    return {
+        "runs": losses.total,
+        "failed": losses.failed,
+        "cancelled": losses.cancelled,
+        "refused": losses.refused,
+        "coalesced": losses.coalesced,
+    }
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -48,7 +62,11 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def facts_for(
-    row: Schedule, state: PollState | None, latest_status: str | None, latest_reason: str | None
+    row: Schedule,
+    state: PollState | None,
+    latest_status: str | None,
+    latest_reason: str | None,
+    losses: LossCounts | None = None,
 ) -> PollHealthFacts:
     """Flatten a schedule row, its poll state and its newest run for :func:`assess`."""
     interval: int | None = row.interval_seconds
@@ -75,7 +93,13 @@ def facts_for(
         latest_run_status=latest_status,
         latest_run_reason=latest_reason,
         counters={name: int(getattr(state, name)) for name in COUNTERS} if state else {},
+        losses=losses,
     )
+
+
+def _losses_of(store: Store, name: str, since: datetime) -> LossCounts:
+    result: LossCounts = store._run(lambda session: window_losses(session, name, since))
+    return result
 
 
 def schedule_health(
@@ -90,8 +114,13 @@ def schedule_health(
         state = polls.get_state(row.id) if row.trigger_type == TriggerType.GITHUB_POLL else None
         runs = [r for r in store.list_runs(row.name, limit=5) if r.reason != "cursor_set"]
         latest = runs[0] if runs else None
+        losses = _losses_of(store, row.name, moment - HEALTH_WINDOW)
         facts = facts_for(
-            row, state, latest.status if latest else None, latest.reason if latest else None
+            row,
+            state,
+            latest.status if latest else None,
+            latest.reason if latest else None,
+            losses,
         )
         result.append(
             ScheduleHealth(

@@ -16,14 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, delete, func, or_, select, update
+from sqlalchemy import CursorResult, Engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from engine.attempts import confirm_launch, requeue
 from engine.db import translate_db_error
 from engine.errors import Conflict, LiError, NotFound
+from engine.losses import coalesced_slots
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -35,9 +37,12 @@ from engine.models import (
     TriggerType,
     utcnow,
 )
+from engine.recovery import fenced_finish_allowed, live_engine_ids, resolve_orphans
+from engine.retrying import DB_RETRY_SECONDS, durable_write
 from engine.scheduleset import ExistingSchedule, PlanAction, PlanItem
 from engine.spec import ScheduleSpec, next_fire_time
 
+T = TypeVar("T")
 TAIL_LIMIT = 4096
 MAX_KEPT_ERRORS = 10
 # A lease outlives the action's deadline by this much, so a crashed holder's lease
@@ -194,9 +199,17 @@ def _tail(text: str) -> str:
 class Store:
     """Schedules, runs and engine instances in one SQL database."""
 
-    def __init__(self, engine: Engine, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Callable[[], datetime] = utcnow,
+        *,
+        write_retry_seconds: float = DB_RETRY_SECONDS,
+    ) -> None:
         self.engine = engine
         self.clock = clock
+        # How long durable writes (engine.retrying) retry across a database outage.
+        self.write_retry_seconds = write_retry_seconds
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     # -- plumbing -------------------------------------------------------------------
@@ -216,6 +229,10 @@ class Store:
             ) from None
         except SQLAlchemyError as exc:
             raise translate_db_error(exc, self.engine) from None
+
+    def durable(self, work: Callable[[], T]) -> T:
+        """``work()`` retried across a short database outage (engine.retrying)."""
+        return durable_write(work, within=self.write_retry_seconds)
 
     @staticmethod
     def _by_name(session: Session, name: str, *, lock: bool = False) -> Schedule:
@@ -540,6 +557,9 @@ class Store:
                     else None
                 ),
             }
+            folded = 0 if manual else coalesced_slots(row, scheduled_for, now)
+            if folded:
+                context["coalesced"] = folded
             if leased and row.overlap == OverlapPolicy.SKIP.value:
                 run = ScheduleRun(
                     schedule_id=row.id,
@@ -599,13 +619,18 @@ class Store:
         result: tuple[datetime | None, str] | None = self._run(work)
         return result
 
-    def set_run_argv(self, run_id: int, argv: list[str]) -> None:
-        """Record the argv a run is about to execute."""
-        self._run(
-            lambda s: s.execute(
-                update(ScheduleRun).where(ScheduleRun.id == run_id).values(argv=argv)
-            )
+    def set_run_argv(self, run_id: int, argv: list[str], *, owner: str | None = None) -> bool:
+        """Record the argv a run is about to execute; fenced like :meth:`finish_run`:
+        False (do not launch) when the run is no longer ``running`` under ``owner``."""
+        query = update(ScheduleRun).where(
+            ScheduleRun.id == run_id, ScheduleRun.status == RunStatus.RUNNING.value
         )
+        if owner is not None:
+            query = query.where(ScheduleRun.engine_id == owner)
+        result: bool = self._run(
+            lambda s: cast(CursorResult[Any], s.execute(query.values(argv=argv))).rowcount == 1
+        )
+        return result
 
     def mark_started(self, run_id: int, pid: int) -> None:
         """Record the pid of the launched process."""
@@ -613,13 +638,21 @@ class Store:
             lambda s: s.execute(update(ScheduleRun).where(ScheduleRun.id == run_id).values(pid=pid))
         )
 
-    def finish_run(self, run_id: int, result: FinishedRun, *, owner: str | None = None) -> None:
-        """Store the outcome of a run and release the schedule's lease held by ``owner``."""
+    def finish_run(self, run_id: int, result: FinishedRun, *, owner: str | None = None) -> bool:
+        """Store the outcome of a run and release the schedule's lease held by ``owner``.
 
-        def work(session: Session) -> None:
+        Fenced: False (nothing written) when the run is no longer ``running`` under
+        ``owner`` - another engine recovered it (see engine.recovery). A cancelled
+        github_poll run is queued for another attempt (engine.attempts) in the same
+        transaction.
+        """
+
+        def work(session: Session) -> bool:
             run = session.get(ScheduleRun, run_id, with_for_update=True)
             if run is None:
-                return
+                return False
+            if not fenced_finish_allowed(run, owner):
+                return False
             run.status = result.status.value
             run.reason = result.reason
             run.exit_code = result.exit_code
@@ -632,8 +665,12 @@ class Store:
                     .where(Schedule.id == run.schedule_id, Schedule.lease_owner == owner)
                     .values(lease_owner=None, lease_until=None)
                 )
+            if result.status is RunStatus.CANCELLED:
+                requeue(session, run)
+            confirm_launch(session, run)
+            return True
 
-        self._run(work)
+        return self.durable(lambda: bool(self._run(work)))
 
     # -- engine instances -------------------------------------------------------------
 
@@ -706,45 +743,21 @@ class Store:
         return result
 
     def live_engine_ids(self, stale_after: timedelta) -> set[str]:
-        """Engines not stopped whose heartbeat is newer than ``stale_after``."""
-        cutoff = self.clock() - stale_after
-        result: set[str] = self._run(
-            lambda s: set(
-                s.scalars(
-                    select(EngineInstance.id).where(
-                        EngineInstance.stopped_at.is_(None), EngineInstance.heartbeat_at >= cutoff
-                    )
-                )
-            )
-        )
+        """Engines not stopped, with a heartbeat newer than ``stale_after`` and (on this
+        host) a live process (engine.recovery)."""
+        result: set[str] = self._run(lambda s: live_engine_ids(s, self.clock(), stale_after))
         return result
 
     def recover_orphans(self, live_engines: set[str]) -> list[ScheduleRun]:
         """Resolve ``running`` runs whose engine is gone (crash, kill -9, power loss).
 
         A run whose process was never launched (no pid) is marked ``cancelled`` with
-        reason ``abandoned_before_launch``: it is not re-launched, because the engine
-        cannot know whether the command had side effects. One with a pid is marked
-        ``cancelled`` / ``engine_lost``. Leases of dead engines are released.
+        reason ``abandoned_before_launch``; one with a pid ``cancelled`` / ``engine_lost``.
+        Leases of gone engines are released. A github_poll event is queued for another
+        attempt under the delivery contract (engine.attempts); cron and interval runs
+        are not re-fired.
         """
-
-        def work(session: Session) -> list[ScheduleRun]:
-            now = self.clock()
-            query = select(ScheduleRun).where(ScheduleRun.status == RunStatus.RUNNING.value)
-            if live_engines:
-                query = query.where(
-                    or_(ScheduleRun.engine_id.is_(None), ScheduleRun.engine_id.not_in(live_engines))
-                )
-            orphans = list(session.scalars(query.with_for_update()))
-            for run in orphans:
-                run.status = RunStatus.CANCELLED.value
-                run.reason = "engine_lost" if run.pid is not None else "abandoned_before_launch"
-                run.finished_at = now
-            lease_query = update(Schedule).where(Schedule.lease_owner.is_not(None))
-            if live_engines:
-                lease_query = lease_query.where(Schedule.lease_owner.not_in(live_engines))
-            session.execute(lease_query.values(lease_owner=None, lease_until=None))
-            return orphans
-
-        result: list[ScheduleRun] = self._run(work)
+        result: list[ScheduleRun] = self.durable(
+            lambda: self._run(lambda s: resolve_orphans(s, self.clock(), live_engines))
+        )
         return result

@@ -13,6 +13,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -42,12 +43,13 @@ class PostgresCluster:
         self.sock = self.root / "sock"
         self.user = "li"
         self._run_as: list[str] = []
+        self._env: dict[str, str] = {}
 
     def _cmd(self, *args: str) -> list[str]:
         return [*self._run_as, *args]
 
     def start(self) -> None:
-        initdb, pg_ctl = _find_bin("initdb"), _find_bin("pg_ctl")
+        initdb = _find_bin("initdb")
         self.sock.mkdir()
         if os.geteuid() == 0:
             try:
@@ -82,6 +84,11 @@ class PostgresCluster:
             ),
             env,
         )
+        self._env = env
+        self._pg_ctl_start(env)
+
+    def _pg_ctl_start(self, env: dict[str, str]) -> None:
+        pg_ctl = _find_bin("pg_ctl")
         options = (
             f"-k {self.sock} -c listen_addresses='' -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
@@ -113,6 +120,15 @@ class PostgresCluster:
             raise ClusterError(
                 f"{' '.join(cmd)} failed ({result.returncode}): {result.stderr.strip()} {tail}"
             )
+
+    def restart(self, down_seconds: float) -> None:
+        """Stop the server at once (connections are cut), stay down, start it again."""
+        pg_ctl = _find_bin("pg_ctl")
+        self._check(
+            self._cmd(pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop"), self._env
+        )
+        time.sleep(down_seconds)
+        self._pg_ctl_start(self._env)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://{self.user}@/{database}?host={self.sock}"

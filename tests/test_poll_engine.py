@@ -355,7 +355,9 @@ def test_merged_mode_fires_once_per_merge_with_the_merge_commit(world: World) ->
     assert world.poll() == []
 
 
-def test_a_claim_whose_process_never_launched_is_abandoned_not_refired(world: World) -> None:
+def test_a_claim_whose_process_never_launched_is_refired_as_a_second_attempt(
+    world: World,
+) -> None:
     sid = world.add()
     world.clock.advance(1)
     pr = world.sim.open_pr(REPO, "feature", {"a.py": "1\n"})
@@ -372,11 +374,14 @@ def test_a_claim_whose_process_never_launched_is_abandoned_not_refired(world: Wo
     crashed._release_lock()  # killed: no clean stop, heartbeat goes stale
     crashed.github.close()
     world.clock.advance(3600)
-    runs = world.poll()
-    assert runs == []
-    [run] = world.store.list_runs("watch")
-    assert (run.status, run.reason) == (RunStatus.CANCELLED.value, "abandoned_before_launch")
-    assert run.trigger_context["pr_number"] == pr.number
+    [retry] = world.poll()
+    assert retry.status == RunStatus.SUCCEEDED.value
+    assert retry.trigger_context["pr_number"] == pr.number
+    first = world.store.list_runs("watch")[-1]
+    assert (first.status, first.reason) == (RunStatus.CANCELLED.value, "abandoned_before_launch")
+    assert (first.attempt, first.fire_id) == (1, None)
+    assert (retry.attempt, retry.fire_id) == (2, first.id)
+    assert world.poll() == []  # delivered once: nothing more
 
 
 def test_a_secondary_limit_is_recorded_and_honoured(world: World) -> None:
