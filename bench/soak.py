@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from engine import db as dbmod
-from tests.enginekit import REPO, Audit, Rig, audit, wait_until
 from ghsim import GitHubSim
+from tests.enginekit import REPO, Audit, Rig, audit, wait_until
 from tests.pgcluster import PostgresCluster
 
 PRS = 8

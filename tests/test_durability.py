@@ -32,9 +32,9 @@ from engine.pollstore import PollStore
 from engine.runbook import RunBook
 from engine.spec import ScheduleSpec
 from engine.store import Claim, FinishedRun, Store
+from ghsim import GitHubSim
 from tests.enginekit import LI, REPO, Rig, wait_until
 from tests.factories import settings_for
-from ghsim import GitHubSim
 
 
 @pytest.fixture

@@ -29,8 +29,8 @@ from sqlalchemy import Engine as SAEngine
 from sqlalchemy import select
 
 from engine.models import PollClaim, RunStatus
-from tests.enginekit import REPO, Rig, audit, wait_until
 from ghsim import GitHubSim
+from tests.enginekit import REPO, Rig, audit, wait_until
 
 TRIALS = 25  # per backend: 50 in `make test` (SQLite + PostgreSQL)
 PRS = 4

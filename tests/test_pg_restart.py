@@ -10,9 +10,9 @@ import pytest
 
 from engine import db as dbmod
 from engine.models import RunStatus
+from ghsim import GitHubSim
 from tests.conftest import POSTGRES_ENABLED
 from tests.enginekit import REPO, Rig, wait_until
-from ghsim import GitHubSim
 from tests.pgcluster import PostgresCluster
 
 pytestmark = pytest.mark.skipif(not POSTGRES_ENABLED, reason="LI_TEST_POSTGRES=0 opts out")
