@@ -27,6 +27,7 @@ from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
 from wrapper.ledger import Ledger, check_sha
+from wrapper.outcomes import OutcomeLog, keep_from_env, recorded
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
@@ -105,18 +106,22 @@ def review_pr_cmd(
             ctx = ReviewContext(
                 config=config, ledger=ledger, github=client, environ=dict(os.environ)
             )
-            report = review_pr(
-                ReviewRequest(
-                    repo=repo,
-                    pr=pr,
-                    head_sha=head_sha,
-                    checkout=(checkout or Path.cwd()).resolve(),
-                    pr_url=pr_url,
-                    author=author,
-                    force=force,
-                    comment_id=parse_comment_id(comment_id),
-                ),
-                ctx,
+            req = ReviewRequest(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha,
+                checkout=(checkout or Path.cwd()).resolve(),
+                pr_url=pr_url,
+                author=author,
+                force=force,
+                comment_id=parse_comment_id(comment_id),
+            )
+            report = recorded(
+                "review-pr",
+                req,
+                OutcomeLog(ledger, keep_from_env()),
+                lambda: review_pr(req, ctx),
+                ctx.clock,
             )
         print_report(report, as_json)
 
@@ -174,15 +179,19 @@ def describe_pr_cmd(
             ctx = ReviewContext(
                 config=config, ledger=ledger, github=client, environ=dict(os.environ)
             )
-            report = describe_pr(
-                ReviewRequest(
-                    repo=repo,
-                    pr=pr,
-                    head_sha=head_sha or "",
-                    checkout=(checkout or Path.cwd()).resolve(),
-                    comment_id=parse_comment_id(comment_id),
-                ),
-                ctx,
+            req = ReviewRequest(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha or "",
+                checkout=(checkout or Path.cwd()).resolve(),
+                comment_id=parse_comment_id(comment_id),
+            )
+            report = recorded(
+                "describe-pr",
+                req,
+                OutcomeLog(ledger, keep_from_env()),
+                lambda: describe_pr(req, ctx),
+                ctx.clock,
             )
         print_report(report, as_json)
 
@@ -507,3 +516,7 @@ def pr_status_cmd(
                 typer.echo(line)
 
     guarded(work)
+
+
+# Verbs in modules of their own, registered onto app when they are imported.
+from wrapper import cli_explain as _cli_explain  # noqa: E402,F401
