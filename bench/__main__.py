@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import daemon_idle, fire_overhead, legs, poll
+from bench import daemon_idle, decisions, fire_overhead, legs, poll
 
 FULL = {
     "fires": 200,
@@ -18,9 +18,18 @@ FULL = {
     "repos": 500,
     "passes": 5,
     "prs": 50,
+    "decision_trials": 7,
 }
-QUICK = {"fires": 50, "schedules": 2_000, "idle_seconds": 3.0, "repos": 100, "passes": 2, "prs": 12}
-BENCHMARKS = ("fire_overhead", "daemon_idle", "poll", "legs")
+QUICK = {
+    "fires": 50,
+    "schedules": 2_000,
+    "idle_seconds": 3.0,
+    "repos": 100,
+    "passes": 2,
+    "prs": 12,
+    "decision_trials": 3,
+}
+BENCHMARKS = ("fire_overhead", "daemon_idle", "poll", "legs", "decisions")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -86,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
             _emit([*poll.report(polled), ""])
         if "legs" in chosen:
             _emit([*legs.report(legs.measure(int(sizes["prs"]), workdir)), ""])
+        if "decisions" in chosen:
+            cost = decisions.measure(
+                100, int(sizes["decision_trials"]), 5, workdir, options.database_url
+            )
+            _emit([*decisions.report(cost), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

@@ -31,7 +31,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from engine.errors import InvalidInput
@@ -157,8 +158,8 @@ def record_decisions(
     """Store a pass's new decisions and prune; returns how many rows were inserted.
 
     Costs nothing when the pass decided nothing worth keeping (an idle pass); otherwise
-    one transaction: a select of the keys already stored, one insert, two deletes."""
-    rows: dict[tuple[int, datetime, str, str], PollDecision] = {}
+    one transaction: one multi-row insert-or-ignore and the two pruning deletes."""
+    rows: dict[tuple[int, datetime, str, str], dict[str, Any]] = {}
     for item in decisions:
         form = stored_form(item.decision)
         if form is None:
@@ -167,15 +168,15 @@ def record_decisions(
         key = (event.pr_number, event.at, event.head_sha, form[0])
         rows.setdefault(
             key,
-            PollDecision(
-                schedule_id=schedule_id,
-                pr_number=event.pr_number,
-                occurred_at=event.at,
-                head_sha=event.head_sha,
-                decision=form[0],
-                detail=form[1][:200] if form[1] else None,
-                run_id=item.run_id,
-            ),
+            {
+                "schedule_id": schedule_id,
+                "pr_number": event.pr_number,
+                "occurred_at": event.at,
+                "head_sha": event.head_sha,
+                "decision": form[0],
+                "detail": form[1][:200] if form[1] else None,
+                "run_id": item.run_id,
+            },
         )
     if not rows:
         return 0
@@ -183,32 +184,17 @@ def record_decisions(
 
     def work(session: Session) -> int:
         now = store.clock()
-        existing = set(
-            session.execute(
-                select(
-                    PollDecision.pr_number,
-                    PollDecision.occurred_at,
-                    PollDecision.head_sha,
-                    PollDecision.decision,
-                ).where(
-                    PollDecision.schedule_id == schedule_id,
-                    PollDecision.pr_number.in_({key[0] for key in rows}),
-                )
-            ).tuples()
+        values = [{**row, "decided_at": now} for row in rows.values()]
+        # Insert-or-ignore on the unique key: a decision already stored (an event held
+        # again, a boundary event excluded again) keeps its first time, costs no select.
+        dialect = session.get_bind().dialect.name
+        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        statement = insert(PollDecision).on_conflict_do_nothing(
+            index_elements=["schedule_id", "pr_number", "occurred_at", "head_sha", "decision"]
         )
-        new = [row for key, row in rows.items() if key not in existing]
-        for row in new:
-            row.decided_at = now
-        savepoint = session.begin_nested()
-        try:
-            session.add_all(new)
-            session.flush()
-        except IntegrityError:  # another engine stored them first (a lease overlap)
-            savepoint.rollback()
-            return 0
-        savepoint.commit()
+        inserted = session.connection().execute(statement, values).rowcount
         prune(session, schedule_id, policy, now)
-        return len(new)
+        return max(0, int(inserted or 0))
 
     result: int = store._run(work)
     return result
