@@ -204,12 +204,9 @@ def explain(
     for e in entries:
         extra = f" {e.verdict}" if e.verdict else ""
         detail = f" ({e.detail})" if e.detail else ""
+        code = e.outcome if e.reason == e.outcome else f"{e.outcome}:{e.reason}"
         timeline.append(
-            Line(
-                e.at,
-                f"kdev {e.command}",
-                f"{e.outcome}:{e.reason}{extra} head {e.head_sha[:7]}{detail}",
-            )
+            Line(e.at, f"kdev {e.command}", f"{code}{extra} head {e.head_sha[:7]}{detail}")
         )
     for row in rows:
         if row.deferred is not None:
@@ -362,7 +359,7 @@ def render(result: Explanation) -> list[str]:
     """The text form: header, timeline, problems, the verdict line last."""
     lines = [f"{result.repo} #{result.pr} (head {result.head_sha or 'unknown'})"]
     for line in result.timeline:
-        at = format_timestamp(line.at) if line.at else "-"
+        at = line.at.strftime("%Y-%m-%dT%H:%M:%SZ") if line.at else "-"
         lines.append(f"  {at}  {line.source}: {line.text}")
     for problem in result.problems:
         lines.append(f"  ! {problem}")
