@@ -102,6 +102,13 @@ def test_filtered_held_and_refused_fates_are_named_on_both_sides(filtered: Loop)
     runs = json.loads(loop.li("schedule", "runs", "review", "--pr", str(odd.number), "--json"))
     assert [(r["status"], r["reason"]) for r in runs] == [("refused", "unsafe_characters")]
 
+    # The engine's side unreadable: said so, never guessed.
+    loop.env["LI_DATABASE_URL"] = f"sqlite:///{loop.root / 'absent' / 'li.db'}"
+    found = explain(loop, fork.number)
+    assert found["fate"] == "unknown" and "the engine's side is unreadable" in found["verdict"]
+    assert any("li_unreadable" in problem for problem in found["problems"])
+    assert not (loop.root / "absent").exists()
+
 
 @pytest.fixture
 def budgeted(tmp_path: Path) -> Iterator[Loop]:
