@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 
 from engine.errors import InvalidInput
 from engine.models import PollDecision, ScheduleRun
+from engine.pollstore import PollStore
 from engine.store import Store
 
 DEFAULT_KEEP_DAYS = 31
@@ -296,8 +297,6 @@ def pr_history(store: Store, repo: str, pr: int, *, limit: int = 200) -> dict[st
     ``trigger_config``), their decisions for ``pr`` (``li schedule events NAME --pr N``)
     and runs (``li schedule runs NAME --pr N``: ``id``, ``schedule``, ``status``,
     ``reason``, ``started_at``, ``finished_at``, ``exit_code``, ``pr_number``)."""
-    from engine.pollstore import PollStore
-
     watching = [
         (name, config)
         for _, name, config in PollStore(store).github_schedules()

@@ -9,7 +9,7 @@ import pytest
 
 from wrapper.errors import ConfigError, Outcome, ReviewerFailed
 from wrapper.ledger import DeferredMarker, Ledger
-from wrapper.outcomes import OutcomeEntry, OutcomeLog, keep_from_env, recorded
+from wrapper.outcomes import OutcomeEntry, OutcomeLog, keep_from_env, recorded, secret_values
 from wrapper.review import ReviewReport, ReviewRequest
 
 REPO = "octo/widgets"
@@ -44,6 +44,20 @@ def test_a_failure_is_recorded_with_its_reason_then_raised(tmp_path: Path) -> No
     [entry] = log.read(REPO, 7)
     assert (entry.outcome, entry.reason, entry.head_sha) == ("failed", "reviewer_failed", SHA)
     assert "exited 3" in entry.detail
+
+
+def test_a_secret_in_a_failure_message_never_reaches_the_log(tmp_path: Path) -> None:
+    log = OutcomeLog(Ledger(tmp_path / "reviews"))
+    token = "ghp_not-really-a-token-1234"
+
+    def leaky() -> ReviewReport:
+        raise ReviewerFailed(f"reviewer sh exited 1: auth {token} refused", "reviewer_failed")
+
+    secrets = secret_values(["OPENAI_API_KEY"], {"GITHUB_TOKEN": token, "OPENAI_API_KEY": ""})
+    with pytest.raises(ReviewerFailed):
+        recorded("review-pr", request(tmp_path), log, leaky, lambda: NOW, secrets)
+    text = log.path(REPO, 7).read_text()
+    assert token not in text and "[redacted]" in text
 
 
 def test_a_deferral_carries_its_budget_and_reopening(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
 from wrapper.ledger import Ledger, check_sha
-from wrapper.outcomes import OutcomeLog, keep_from_env, recorded
+from wrapper.outcomes import OutcomeLog, keep_from_env, recorded, secret_values
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
@@ -122,6 +122,7 @@ def review_pr_cmd(
                 OutcomeLog(ledger, keep_from_env()),
                 lambda: review_pr(req, ctx),
                 ctx.clock,
+                secret_values(config.secret_env, os.environ),
             )
         print_report(report, as_json)
 
@@ -192,6 +193,7 @@ def describe_pr_cmd(
                 OutcomeLog(ledger, keep_from_env()),
                 lambda: describe_pr(req, ctx),
                 ctx.clock,
+                secret_values(config.secret_env, os.environ),
             )
         print_report(report, as_json)
 

@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from engine.errors import LiError
 from engine.github import GitHubClient, GitHubError
 from wrapper.errors import KdevError
-from wrapper.ledger import Ledger, format_timestamp, parse_timestamp
+from wrapper.ledger import Ledger, LedgerRow, format_timestamp, parse_timestamp
 from wrapper.outcomes import FAILED, OutcomeEntry, OutcomeLog
 
 
@@ -181,7 +181,16 @@ def explain(
         "runs": side.runs,
     }
     result.outcomes = [e.to_json() for e in entries]
-    timeline = result.timeline
+    result.timeline = build_timeline(side, entries, rows, now)
+    result.fate, result.verdict = verdict(result, side, entries, rows, engine, now)
+    return result
+
+
+def build_timeline(
+    side: EngineSide, entries: Sequence[OutcomeEntry], rows: Sequence[LedgerRow], now: datetime
+) -> list[Line]:
+    """Every source's lines, oldest first (lines without a time last)."""
+    timeline: list[Line] = []
     for d in side.decisions:
         detail = f" ({d['detail']})" if d.get("detail") else ""
         run = f" run {d['run_id']}" if d.get("run_id") is not None else ""
@@ -220,8 +229,7 @@ def explain(
             )
         )
     timeline.sort(key=lambda line: (line.at is None, line.at or now))
-    result.fate, result.verdict = verdict(result, side, entries, rows, engine, now)
-    return result
+    return timeline
 
 
 def _ago(moment: datetime | None, now: datetime) -> str:
@@ -245,7 +253,7 @@ def verdict(
     result: Explanation,
     side: EngineSide,
     entries: Sequence[OutcomeEntry],
-    rows: Sequence[Any],
+    rows: Sequence[LedgerRow],
     engine: EngineReader | None,
     now: datetime,
 ) -> tuple[str, str]:
@@ -262,9 +270,9 @@ def verdict(
     if mine:
         last = mine[-1]
         return last.outcome, _outcome_line(label, last, how, now)
-    for row in rows:
-        if row.head_sha == head and row.verdict and row.deferred is None:
-            return "reviewed", f"{label}: reviewed {row.verdict} {_ago(row.reviewed_at, now)}"
+    for entry in rows:
+        if entry.head_sha == head and entry.verdict and entry.deferred is None:
+            return "reviewed", f"{label}: reviewed {entry.verdict} {_ago(entry.reviewed_at, now)}"
     decided = [d for d in side.decisions if d.get("head_sha") == head]
     if decided:
         return _decision_line(label, decided[-1], side, how)

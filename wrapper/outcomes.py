@@ -13,11 +13,12 @@ never exceeds ``2 * keep`` lines.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -155,17 +156,32 @@ def entry_of(command: str, report: ReviewReport, ledger: Ledger, now: datetime) 
     )
 
 
+def secret_values(secret_env: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+    """The values never written to the log: ``secret_env``'s and ``GITHUB_TOKEN``."""
+    names = [*secret_env, "GITHUB_TOKEN"]
+    return [value for name in names if len(value := environ.get(name, "")) >= 4]
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for value in secrets:
+        text = text.replace(value, "[redacted]")
+    return text
+
+
 def recorded(
     command: str,
     req: ReviewRequest,
     outcomes: OutcomeLog,
     run: Callable[[], ReviewReport],
     clock: Callable[[], datetime],
+    secrets: Sequence[str] = (),
 ) -> ReviewReport:
     """Run one invocation and append its outcome, a failure included (then re-raised).
 
-    A failure to append is logged, never turns a decision into an error: the outcome
-    log is a record, the ledger stays the source of truth for verdicts."""
+    ``secrets`` are replaced by ``[redacted]`` in what is written (a failure's message
+    may quote a reviewer's stderr). A failure to append is logged, never turns a
+    decision into an error: the outcome log is a record, the ledger stays the source of
+    truth for verdicts."""
     try:
         report = run()
     except KdevError as exc:
@@ -175,11 +191,13 @@ def recorded(
             outcome=FAILED,
             reason=exc.reason,
             head_sha=req.head_sha,
-            detail=exc.message[:500],
+            detail=redact(exc.message, secrets)[:500],
         )
         _append(outcomes, req.repo, req.pr, failure)
         raise
-    _append(outcomes, report.repo, report.pr, entry_of(command, report, outcomes.ledger, clock()))
+    entry = entry_of(command, report, outcomes.ledger, clock())
+    entry = dataclasses.replace(entry, detail=redact(entry.detail, secrets))
+    _append(outcomes, report.repo, report.pr, entry)
     return report
 
 
