@@ -37,7 +37,9 @@ def upgrade() -> None:
             "uq_poll_claims_event", ["schedule_id", "pr_number", "occurred_at", "head_sha"]
         )
     with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("attempt", sa.Integer(), server_default="1", nullable=False))
+        batch_op.add_column(
+            sa.Column("attempt", sa.Integer(), server_default="1", nullable=False)
+        )
         batch_op.add_column(sa.Column("fire_id", sa.Integer(), nullable=True))
     with op.batch_alter_table("poll_states", schema=None) as batch_op:
         batch_op.add_column(
