@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import daemon_idle, fire_overhead, legs, poll, sandbox
+from bench import daemon_idle, decisions, fire_overhead, legs, poll, sandbox
 
 FULL = {
     "fires": 200,
@@ -19,6 +19,7 @@ FULL = {
     "passes": 5,
     "prs": 50,
     "sandbox_runs": 50,
+    "decision_trials": 7,
 }
 QUICK = {
     "fires": 50,
@@ -28,8 +29,9 @@ QUICK = {
     "passes": 2,
     "prs": 12,
     "sandbox_runs": 15,
+    "decision_trials": 3,
 }
-BENCHMARKS = ("fire_overhead", "daemon_idle", "poll", "legs", "sandbox")
+BENCHMARKS = ("fire_overhead", "daemon_idle", "poll", "legs", "sandbox", "decisions")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         if "sandbox" in chosen:
             runs = int(sizes["sandbox_runs"])
             _emit([*sandbox.report(sandbox.measure(runs, workdir)), ""])
+        if "decisions" in chosen:
+            cost = decisions.measure(
+                100, int(sizes["decision_trials"]), 5, workdir, options.database_url
+            )
+            _emit([*decisions.report(cost), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

@@ -172,6 +172,9 @@ def main() -> int:
         print(run("kdev", "verdicts", env=env).rstrip())
         step("li schedule health")
         print(run("li", "schedule", "health", env=env).rstrip())
+        for pr, why in ((fork.number, "the fork PR"), (clean.number, "the carried-forward PR")):
+            step(f"kdev explain --repo {REPO} --pr {pr}  ({why})")
+            print(run("kdev", "explain", "--repo", REPO, "--pr", str(pr), env=env).rstrip())
         print(
             f"\ndemo finished in {time.monotonic() - started:.1f} s; files in {root}"
             + ("" if keep else " (removed)")

@@ -31,9 +31,11 @@ from engine.clikit import OneLineErrorsTyper, configure_logging, fail
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.daemon import Engine
+from engine.decisions import list_pr_runs
 from engine.durations import MAX_DRAIN_SECONDS, format_duration, parse_duration
 from engine.errors import Conflict, InvalidInput, LiError, NotFound
 from engine.github import SqlEtagCache, github_client
+from engine.health import health_exit_code
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -187,6 +189,7 @@ def run_dict(run: ScheduleRun, *, full: bool = False) -> dict[str, Any]:
         # One fire, several attempts (a github_poll event re-offered after a loss).
         "fire_id": run.fire_id or run.id,
         "attempt": run.attempt,
+        "pr_number": run.pr_number,
     }
     if full:
         data.update(
@@ -491,13 +494,18 @@ def schedule_runs(
     name: str | None = typer.Argument(None, help="Only this schedule's runs."),
     status: list[RunStatus] = typer.Option([], "--status", help="Filter by status."),
     limit: int = typer.Option(20, "--limit", min=1, max=10_000),
+    pr: int | None = typer.Option(None, "--pr", min=1, help="Only fires for this PR."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Recent runs, newest first; failures carry their reason."""
 
     def work() -> None:
         store = open_store(settings())
-        runs = store.list_runs(name, [s.value for s in status], limit)
+        wanted = [s.value for s in status]
+        if pr is not None:
+            runs = list_pr_runs(store, name, pr, wanted, limit)
+        else:
+            runs = store.list_runs(name, wanted, limit)
         if name is not None and not runs and not store.list_runs(name, limit=1):
             store.get_schedule(name)  # a typo gets schedule_not_found, not an empty table
         if as_json:
@@ -918,13 +926,16 @@ def schedule_health_cmd(
     name: str | None = typer.Argument(None, help="Only this schedule."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Health of schedules: healthy, stale, blind, rate_limited, overdue, failing ..."""
+    """Health of schedules: healthy, stale, blind, rate_limited, overdue, failing ...
+
+    Exits 8 when any schedule shown is stale, blind or overdue (docs/health.md)."""
 
     def work() -> None:
         report = schedule_health(open_store(settings()), name)
+        code = health_exit_code(item.health.state for item in report)
         if as_json:
             emit_json([item.to_json() for item in report])
-            return
+            raise typer.Exit(code)
         table(
             ["name", "state", "last poll", "cursor", "causes"],
             [
@@ -942,6 +953,7 @@ def schedule_health_cmd(
             for cause in item.health.causes:
                 if cause.advice:
                     typer.echo(f"{item.name}: {cause.code}: {cause.advice}")
+        raise typer.Exit(code)
 
     guarded(work)
 
@@ -994,3 +1006,7 @@ def schedule_preview(name: str, as_json: bool = typer.Option(False, "--json")) -
             raise LiError(f"poll of {name} failed", report.status)
 
     guarded(work)
+
+
+# Verbs in modules of their own, registered onto schedule_app when they are imported.
+from engine import cli_events as _cli_events  # noqa: E402,F401

@@ -14,7 +14,7 @@ that the poller stores after each pass; three in a row make a schedule ``overdue
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -403,3 +403,15 @@ def health_json(health: Health) -> dict[str, Any]:
             for cause in health.causes
         ],
     }
+
+
+# `li schedule health` exits with this code when any schedule it shows is in a paging
+# state: GitHub is not being read (blind), not read lately (stale), or events are being
+# left unread (overdue). Every other state exits 0 (docs/health.md).
+EXIT_UNHEALTHY = 8
+PAGING_STATES = frozenset({HealthState.BLIND, HealthState.STALE, HealthState.OVERDUE})
+
+
+def health_exit_code(states: Iterable[HealthState]) -> int:
+    """0, or :data:`EXIT_UNHEALTHY` when any of ``states`` is a paging state."""
+    return EXIT_UNHEALTHY if any(state in PAGING_STATES for state in states) else 0

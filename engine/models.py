@@ -22,6 +22,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    event,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -121,6 +122,7 @@ class ScheduleRun(Base):
     __table_args__ = (
         Index("ix_schedule_runs_schedule_started", "schedule_id", "started_at"),
         Index("ix_schedule_runs_status", "status"),
+        Index("ix_schedule_runs_schedule_pr", "schedule_id", "pr_number"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
@@ -143,6 +145,8 @@ class ScheduleRun(Base):
     # (None on that first row itself), ``attempt`` counts from 1.
     attempt: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     fire_id: Mapped[int | None] = mapped_column(Integer)
+    # The pull request of a github_poll fire (from its trigger context), for filtering.
+    pr_number: Mapped[int | None] = mapped_column(Integer)
 
 
 class EngineInstance(Base):
@@ -256,3 +260,46 @@ class PollClaim(Base):
     head_sha: Mapped[str] = mapped_column(String(64), default="", server_default="")
     run_id: Mapped[int | None] = mapped_column(ForeignKey("schedule_runs.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PollDecision(Base):
+    """What one github_poll pass decided for one event it saw (see engine.decisions).
+
+    Unique per (schedule, pull request, event time, head SHA, decision): a decision
+    repeated on a later pass (an event held twice, a boundary event excluded again) is
+    stored once, with the time it was first taken. ``detail`` is the finer reason (the
+    exclusion's own code, a refusal's message); ``run_id`` the run of a ``fired`` event.
+    """
+
+    __tablename__ = "poll_decisions"
+    __table_args__ = (
+        UniqueConstraint(
+            "schedule_id",
+            "pr_number",
+            "occurred_at",
+            "head_sha",
+            "decision",
+            name="uq_poll_decisions_event",
+        ),
+        Index("ix_poll_decisions_schedule_pr", "schedule_id", "pr_number"),
+        Index("ix_poll_decisions_schedule_decided", "schedule_id", "decided_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    schedule_id: Mapped[int] = mapped_column(ForeignKey("schedules.id", ondelete="CASCADE"))
+    pr_number: Mapped[int] = mapped_column(Integer)
+    occurred_at: Mapped[datetime]
+    head_sha: Mapped[str] = mapped_column(String(64), default="")
+    decision: Mapped[str] = mapped_column(String(80))
+    detail: Mapped[str | None] = mapped_column(String(200))
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    decided_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+@event.listens_for(ScheduleRun, "before_insert")
+def _run_pr_number(_mapper: Any, _connection: Any, run: ScheduleRun) -> None:
+    """A run whose trigger context names a pull request carries its number (indexed)."""
+    if run.pr_number is None and isinstance(run.trigger_context, dict):
+        number = run.trigger_context.get("pr_number")
+        if isinstance(number, int) and not isinstance(number, bool):
+            run.pr_number = number

@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.argv import render_argv
 from engine.config import Settings
+from engine.decisions import record_decisions
 from engine.errors import LiError
 from engine.github import GitHubClient, GitHubError, PullRequest
 from engine.health import capped_counter_next
@@ -140,9 +141,11 @@ def poll_once(
     *,
     launch: Launcher | None = None,
     dry_run: bool = False,
+    keep_decisions: bool = True,
 ) -> PassReport:
     """Run one pass for ``ticket`` (see the module doc). Never raises for GitHub errors:
-    they are recorded as the pass's health facts. ``launch`` receives each claimed fire."""
+    they are recorded as the pass's health facts. ``launch`` receives each claimed fire.
+    ``keep_decisions`` False skips the decision table (engine.decisions; bench only)."""
     now = pstore.store.clock()
     report = PassReport(schedule_name=ticket.schedule_name)
     try:
@@ -291,6 +294,8 @@ def poll_once(
     report.held = len(new_held)
     if dry_run:
         return report
+    if keep_decisions:
+        record_decisions(pstore.store, ticket.schedule_id, report.decisions)
     fresh_ok = not listing.unchanged
     counter = capped_counter_next(
         ticket.capped_counter,
@@ -612,6 +617,7 @@ def _mentions_pass(
         report.status = "not_modified"
     if dry_run:
         return report
+    record_decisions(pstore.store, ticket.schedule_id, report.decisions)
     # One comments watermark for both feeds: it moves only when both were read.
     comments_ok = all(leg.ok for leg in feed_legs.values())
     comments_to = None

@@ -28,3 +28,6 @@ def test_the_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
     assert "REQUEST_CHANGES" in out and "APPROVE" in out and "carried" in out
     assert "review-prs  healthy" in out
     assert "0 did not succeed" in out
+    # It ends with kdev explain for the fork PR and the carried-forward PR.
+    assert "not reviewed: excluded by same_repo_only (fork)" in out
+    assert "reviewed APPROVE carried forward" in out

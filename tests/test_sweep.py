@@ -70,7 +70,9 @@ def sweep_config(
         {
             "identity": IDENTITY,
             "repositories": repos or [{"repo": REPO, "checkout": str(bench.checkout)}],
-            "health": health,
+            # The schedule check is off unless a test turns it on (default: every
+            # github_poll schedule of the repos, tests/test_sweep_health_default.py).
+            "health": {"review_schedules": [], **health},
         }
     )
 

@@ -31,6 +31,7 @@ from wrapper.leakscan import known_secrets
 from wrapper.ledger import Ledger, check_sha
 from wrapper.logredact import REDACTOR
 from wrapper.logredact import install as install_log_redaction
+from wrapper.outcomes import OutcomeLog, keep_from_env, recorded, secret_values
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
@@ -112,19 +113,26 @@ def review_pr_cmd(
         check_repo(repo)
         settings = Settings.from_env(kdev_environ())
         with github_client(settings) as client:
-            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
-            report = review_pr(
-                ReviewRequest(
-                    repo=repo,
-                    pr=pr,
-                    head_sha=head_sha or "",
-                    checkout=(checkout or Path.cwd()).resolve(),
-                    pr_url=pr_url,
-                    author=author,
-                    force=force,
-                    comment_id=parse_comment_id(comment_id),
-                ),
-                ctx,
+            ctx = ReviewContext(
+                config=config, ledger=ledger, github=client, environ=kdev_environ()
+            )
+            req = ReviewRequest(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha or "",
+                checkout=(checkout or Path.cwd()).resolve(),
+                pr_url=pr_url,
+                author=author,
+                force=force,
+                comment_id=parse_comment_id(comment_id),
+            )
+            report = recorded(
+                "review-pr",
+                req,
+                OutcomeLog(ledger, keep_from_env()),
+                lambda: review_pr(req, ctx),
+                ctx.clock,
+                secret_values(config.secret_env, ctx.environ),
             )
         print_report(report, as_json)
 
@@ -179,16 +187,23 @@ def describe_pr_cmd(
             check_sha(head_sha, "--head-sha")
         settings = Settings.from_env(kdev_environ())
         with github_client(settings) as client:
-            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
-            report = describe_pr(
-                ReviewRequest(
-                    repo=repo,
-                    pr=pr,
-                    head_sha=head_sha or "",
-                    checkout=(checkout or Path.cwd()).resolve(),
-                    comment_id=parse_comment_id(comment_id),
-                ),
-                ctx,
+            ctx = ReviewContext(
+                config=config, ledger=ledger, github=client, environ=kdev_environ()
+            )
+            req = ReviewRequest(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha or "",
+                checkout=(checkout or Path.cwd()).resolve(),
+                comment_id=parse_comment_id(comment_id),
+            )
+            report = recorded(
+                "describe-pr",
+                req,
+                OutcomeLog(ledger, keep_from_env()),
+                lambda: describe_pr(req, ctx),
+                ctx.clock,
+                secret_values(config.secret_env, ctx.environ),
             )
         print_report(report, as_json)
 
@@ -513,3 +528,7 @@ def pr_status_cmd(
                 typer.echo(line)
 
     guarded(work)
+
+
+# Verbs in modules of their own, registered onto app when they are imported.
+from wrapper import cli_explain as _cli_explain  # noqa: E402,F401

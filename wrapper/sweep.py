@@ -40,6 +40,7 @@ from engine.health import HealthState
 from wrapper.config import Budgets, KdevConfig, NotifyTarget
 from wrapper.errors import KdevError, Outcome
 from wrapper.git import Git
+from wrapper.healthscope import default_review_schedules, poll_schedules_by_repo
 from wrapper.ledger import DeferredMarker, IndexEntry, Ledger, LegRecord
 from wrapper.leftovers import make_scratch
 from wrapper.notify import Notification, send
@@ -337,6 +338,19 @@ def read_schedule_health(
     return read
 
 
+def default_schedules(ctx: SweepContext) -> tuple[list[str], list[HealthProblem]]:
+    """The default health scope (wrapper.healthscope), and a line per unwatched repo."""
+    by_repo = poll_schedules_by_repo(ctx.config.health.database_url, ctx.environ)
+    repos = [entry.repo for entry in ctx.config.repositories]
+    names, unwatched = default_review_schedules(repos, by_repo)
+    return names, [
+        HealthProblem(
+            "schedule_missing", repo, "no github_poll schedule watches it; reviews never fire"
+        )
+        for repo in unwatched
+    ]
+
+
 # == (a) update-branch ==================================================================
 
 
@@ -612,6 +626,12 @@ def collect_health(ctx: SweepContext, repos: Sequence[RepoReport]) -> list[Healt
     """The health section: review schedules, spent budgets with un-reviewed heads."""
     problems: list[HealthProblem] = []
     names = ctx.config.health.review_schedules
+    if names is None:  # the default: every github_poll schedule of a configured repo
+        try:
+            names, problems = default_schedules(ctx)
+        except Exception as exc:  # the section says so; the sweep itself goes on
+            reason = getattr(exc, "reason", type(exc).__name__)
+            problems.append(HealthProblem("health_unreadable", "li", f"{exc} [{reason}]"))
     if names:
         reader = ctx.schedule_health or read_schedule_health(
             ctx.config.health.database_url, ctx.environ

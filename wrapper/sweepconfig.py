@@ -79,7 +79,9 @@ class HealthSettings(_Strict):
     """Where the sweep reads the poller's health (the li database, read only)."""
 
     database_url: str | None = None
-    review_schedules: list[str] = Field(default_factory=list)
+    # None (absent): every github_poll schedule of a configured repository; a list
+    # overrides it, [] turns the check off (wrapper.healthscope).
+    review_schedules: list[str] | None = None
 
 
 class SweepConfig(_Strict):

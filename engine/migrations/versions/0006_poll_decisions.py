@@ -1,0 +1,91 @@
+"""poll decisions per event, pull request number on run rows
+
+Revision ID: 0006
+Revises: 0005
+Create Date: 2026-11-30 22:30:00.000000
+
+- ``poll_decisions``: what each github_poll pass decided for each event it saw
+  (issue 13), bounded by retention (engine.decisions).
+- ``schedule_runs.pr_number`` (indexed with ``schedule_id``): the pull request of a
+  github_poll fire; existing rows are filled from their trigger context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+import engine.models  # noqa: F401
+
+revision: str = "0006"
+down_revision: str | None = "0005"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "poll_decisions",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("schedule_id", sa.Integer(), nullable=False),
+        sa.Column("pr_number", sa.Integer(), nullable=False),
+        sa.Column("occurred_at", engine.models.UTCDateTime(), nullable=False),
+        sa.Column("head_sha", sa.String(length=64), nullable=False),
+        sa.Column("decision", sa.String(length=80), nullable=False),
+        sa.Column("detail", sa.String(length=200), nullable=True),
+        sa.Column("run_id", sa.Integer(), nullable=True),
+        sa.Column("decided_at", engine.models.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["schedule_id"], ["schedules.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint(
+            "schedule_id",
+            "pr_number",
+            "occurred_at",
+            "head_sha",
+            "decision",
+            name="uq_poll_decisions_event",
+        ),
+    )
+    op.create_index("ix_poll_decisions_schedule_pr", "poll_decisions", ["schedule_id", "pr_number"])
+    op.create_index(
+        "ix_poll_decisions_schedule_decided", "poll_decisions", ["schedule_id", "decided_at"]
+    )
+    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("pr_number", sa.Integer(), nullable=True))
+        batch_op.create_index("ix_schedule_runs_schedule_pr", ["schedule_id", "pr_number"])
+    _backfill_pr_numbers()
+
+
+def _backfill_pr_numbers() -> None:
+    """Fill ``pr_number`` of existing run rows from their trigger context."""
+    bind = op.get_bind()
+    runs = sa.table(
+        "schedule_runs",
+        sa.column("id", sa.Integer()),
+        sa.column("trigger_context", sa.JSON()),
+        sa.column("pr_number", sa.Integer()),
+    )
+    rows = bind.execute(sa.select(runs.c.id, runs.c.trigger_context)).all()
+    updates = []
+    for run_id, context in rows:
+        number = context.get("pr_number") if isinstance(context, dict) else None
+        if isinstance(number, int) and not isinstance(number, bool):
+            updates.append({"rid": run_id, "pr": number})
+    if updates:
+        bind.execute(
+            runs.update()
+            .where(runs.c.id == sa.bindparam("rid"))
+            .values(pr_number=sa.bindparam("pr")),
+            updates,
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
+        batch_op.drop_index("ix_schedule_runs_schedule_pr")
+        batch_op.drop_column("pr_number")
+    op.drop_index("ix_poll_decisions_schedule_decided", table_name="poll_decisions")
+    op.drop_index("ix_poll_decisions_schedule_pr", table_name="poll_decisions")
+    op.drop_table("poll_decisions")
