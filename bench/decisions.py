@@ -35,7 +35,7 @@ from engine.polling import poll_once
 from engine.pollstore import PollStore
 from engine.spec import ScheduleSpec
 from engine.store import Store
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 
 REPO = "bench/decisions"
 OWNER = "bench"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.ghsim import GitHubSim
+from ghsim import GitHubSim
 from tests.test_cli import Li, one_error_line
 from tests.test_cli_poll import REPO, add_watch, li, sim
 

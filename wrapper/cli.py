@@ -113,9 +113,7 @@ def review_pr_cmd(
         check_repo(repo)
         settings = Settings.from_env(kdev_environ())
         with github_client(settings) as client:
-            ctx = ReviewContext(
-                config=config, ledger=ledger, github=client, environ=kdev_environ()
-            )
+            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             req = ReviewRequest(
                 repo=repo,
                 pr=pr,
@@ -187,9 +185,7 @@ def describe_pr_cmd(
             check_sha(head_sha, "--head-sha")
         settings = Settings.from_env(kdev_environ())
         with github_client(settings) as client:
-            ctx = ReviewContext(
-                config=config, ledger=ledger, github=client, environ=kdev_environ()
-            )
+            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             req = ReviewRequest(
                 repo=repo,
                 pr=pr,
