@@ -131,13 +131,14 @@ def test_kdev_fates_and_a_blind_poller_are_named_with_their_reason(budgeted: Loo
     assert found["verdict"].startswith(f"head {first.head_sha[:7]}: reviewed REQUEST_CHANGES")
     assert "(artifact " in found["verdict"]
 
-    # A stale head: the run for the old head happens after a push.
-    old = first.head_sha
+    # A stale head: the run for a head nobody reviewed happens after the next push.
+    sim.advance(2)
+    middle = sim.push(REPO, first.number, {"a.py": "def f():\n    return 0\n"})
     sim.advance(2)
     sim.push(REPO, first.number, {"a.py": "def f():\n    return 1\n"})
     loop.kdev(
-        "review-pr", "--repo", REPO, "--pr", str(first.number), "--head-sha", old,
-        "--force", "--checkout", str(loop.root / "checkout"),
+        "review-pr", "--repo", REPO, "--pr", str(first.number), "--head-sha", middle,
+        "--checkout", str(loop.root / "checkout"),
     )  # fmt: skip
     found = explain(loop, first.number)
     assert found["fate"] == "not_seen"
