@@ -97,7 +97,7 @@ class _Wait:
         jitter = self.rng.uniform(0, policy.jitter_seconds)
         if isinstance(error, RetryableStatus) and error.retry_after is not None:
             return min(error.retry_after, policy.max_wait_seconds) + jitter
-        exponential = policy.initial_wait_seconds * (2 ** (state.attempt_number - 1))
+        exponential = policy.initial_wait_seconds * 2.0 ** (state.attempt_number - 1)
         return min(exponential, policy.max_wait_seconds) + jitter
 
 
