@@ -53,7 +53,7 @@ from engine.scheduleset import (
     plan,
     plan_has_errors,
 )
-from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_spec
+from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_retry_attempts, check_spec
 from engine.status import schedule_health
 from engine.store import Store, spec_of
 
@@ -155,6 +155,7 @@ def schedule_dict(row: Schedule) -> dict[str, Any]:
         "max_runs": row.max_runs,
         "run_count": row.run_count,
         "env_passthrough": row.env_passthrough,
+        "retry": {"max_attempts": row.retry_max_attempts, "backoff": row.retry_backoff_seconds},
         "overlap": row.overlap,
         "managed_by": row.managed_by,
         "next_fire_at": iso(row.next_fire_at),
@@ -371,6 +372,12 @@ def schedule_add(
     backfill: bool = typer.Option(
         False, "--backfill", help="github: fire the open backlog too (cursor unset)."
     ),
+    retry_max_attempts: int = typer.Option(
+        1, "--retry-max-attempts", help="Try a failed run again: N attempts in all (1..10)."
+    ),
+    retry_backoff: str = typer.Option(
+        "30s", "--retry-backoff", help="Wait before the 2nd attempt, doubling after."
+    ),
     disabled: bool = typer.Option(False, "--disabled", help="Add it paused."),
     as_json: bool = typer.Option(False, "--json", help="Print the schedule as JSON."),
 ) -> None:
@@ -414,6 +421,8 @@ def schedule_add(
             max_runs=max_runs,
             env_passthrough=list(env_passthrough),
             overlap=overlap,
+            retry_max_attempts=check_retry_attempts(retry_max_attempts),
+            retry_backoff_seconds=parse_duration(retry_backoff, what="--retry-backoff"),
         )
         check_spec(spec, config.command_allowlist)
         check_templates(spec.args)

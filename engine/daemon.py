@@ -276,6 +276,7 @@ class Engine:
             token = id(cancel)
             with self._inflight_lock:
                 self._inflight[token] = cancel
+            attempts = [claim.run_id]
             try:
                 # Its outcome goes through the run book: never raises for the write.
                 execute_claim(
@@ -285,11 +286,12 @@ class Engine:
                     self.engine_id,
                     cancel=cancel,
                     finish=self._finish,
+                    on_attempt=attempts.append,
                 )
             except Exception as exc:
-                self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
+                self._record_error(f"event run {attempts[-1]} of {claim.schedule_name}", exc)
                 self._finish(
-                    claim.run_id,
+                    attempts[-1],
                     FinishedRun(
                         status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)
                     ),
@@ -300,7 +302,7 @@ class Engine:
                 with self._inflight_lock:
                     self._inflight.pop(token, None)
         try:
-            return self.store.get_run(claim.run_id)
+            return self.store.get_run(attempts[-1])
         except LiError:
             return None
 
