@@ -7,7 +7,6 @@ with the code of its class (docs/cli.md); no user error ever prints a traceback.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import logging
 import re
@@ -27,7 +26,7 @@ from engine import __version__
 from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.argv import check_templates
-from engine.clikit import OneLineErrorsTyper, configure_logging, fail
+from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_logging, fail
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.daemon import Engine
@@ -208,18 +207,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-class LogFormat(enum.StrEnum):
-    TEXT = "text"
-    JSON = "json"
-
-
-class LogLevel(enum.StrEnum):
-    DEBUG = "debug"
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
-
-
 @app.callback()
 def main(
     version: bool = typer.Option(
@@ -254,12 +241,17 @@ def db_upgrade() -> None:
 
 
 @db_app.command("current")
-def db_current() -> None:
+def db_current(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
     """Show the schema revision of the database and the newest one."""
 
     def work() -> None:
         store = open_store(settings(), migrate=False)
         current, head = dbmod.current_revision(store.engine), dbmod.head_revision(store.engine)
+        if as_json:
+            emit_json({"current": current, "head": head, "up_to_date": current == head})
+            return
         state = "head" if current == head else "behind: run `li db upgrade`"
         typer.echo(f"{current or 'blank'} ({state}; newest {head})")
 
@@ -569,8 +561,11 @@ def schedule_trigger(
         store = open_store(config)
         row = store.get_schedule(name)
         if not wait_for_it:
-            store.request_fire(name)
-            typer.echo(f"{name} is due now; a running engine fires it within seconds")
+            due = store.request_fire(name)
+            if as_json:
+                emit_json({"schedule": name, "due": True, "next_fire_at": iso(due.next_fire_at)})
+            else:
+                typer.echo(f"{name} is due now; a running engine fires it within seconds")
             return
         if row.trigger_type == TriggerType.GITHUB_POLL:
             poll_now(store, config, row, as_json)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import sys
@@ -116,6 +117,18 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             data["exception"] = self.formatException(record.exc_info).splitlines()[-1]
         return json.dumps(data, default=str)
+
+
+class LogFormat(enum.StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+class LogLevel(enum.StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
 
 
 QUIET_LOGGERS = ("alembic", "apscheduler", "httpx", "httpcore")

@@ -54,6 +54,20 @@ from engine.models import HttpCacheEntry, utcnow
 
 logger = logging.getLogger("engine.github")
 
+
+def _log_response(response: httpx.Response) -> None:
+    """One DEBUG line per GitHub request: method, path, status and the rate budget left
+    (never a header value that could hold the token; query strings are dropped)."""
+    request = response.request
+    logger.debug(
+        "HTTP %s %s -> %d (rate remaining %s)",
+        request.method,
+        request.url.path,
+        response.status_code,
+        response.headers.get("x-ratelimit-remaining", "?"),
+    )
+
+
 AUTH_ERROR = "auth_error"
 RATE_LIMITED = "rate_limited"
 SECONDARY_RATE_LIMITED = "secondary_rate_limited"
@@ -717,6 +731,7 @@ class GitHubClient:
             ),
             transport=transport,
             follow_redirects=True,  # GitHub answers 301 for renamed repositories
+            event_hooks={"response": [_log_response]},
         )
 
     def __repr__(self) -> str:

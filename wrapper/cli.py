@@ -7,16 +7,14 @@ of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
 from __future__ import annotations
 
 import json
-import logging
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 
-from engine.clikit import OneLineErrorsTyper
+from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_logging
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.errors import LiError
@@ -65,17 +63,33 @@ def main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    config: Path | None = typer.Option(
+        None, "--config", help="The kdev.yaml to use (default: $KDEV_CONFIG)."
+    ),
+    log_format: LogFormat = typer.Option(
+        LogFormat.TEXT, "--log-format", help="text, or json: one object a line on stderr."
+    ),
+    log_level: LogLevel = typer.Option(
+        LogLevel.INFO, "--log-level", help="debug also logs each HTTP request."
+    ),
 ) -> None:
     """kdev: the review wrapper."""
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    global _config_path
+    _config_path = str(config) if config is not None else None
+    configure_logging(log_level.value, log_format.value)
+
+
+# ``kdev --config PATH``; None: the KDEV_CONFIG variable (load_config's default).
+_config_path: str | None = None
+
+
+def config_path() -> str | None:
+    """The kdev.yaml path: ``--config`` first, then ``KDEV_CONFIG``."""
+    return _config_path if _config_path is not None else os.environ.get("KDEV_CONFIG")
 
 
 def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
-    config = load_config(os.environ.get("KDEV_CONFIG"))
+    config = load_config(config_path())
     directory = resolve_reviews_dir(config, reviews_dir)
     return config, Ledger(directory)
 
@@ -268,14 +282,19 @@ def reviewers_cmd(
 
 @verdict_app.command("show")
 def verdict_show(
-    repo: str,
-    pr: int,
+    repo_arg: str | None = typer.Argument(None, metavar="[REPO]", help="Same as --repo."),
+    pr_arg: int | None = typer.Argument(None, metavar="[PR]", help="Same as --pr."),
+    repo_opt: str | None = typer.Option(None, "--repo", help="OWNER/NAME."),
+    pr_opt: int | None = typer.Option(None, "--pr", help="Pull request number."),
     head: str | None = typer.Option(None, "--head", help="The verdict of this head."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir"),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print one verdict file (of --head, else of the newest reviewed head)."""
 
     def work() -> None:
+        repo = _one_of(repo_opt, repo_arg, "--repo")
+        pr = _one_of(pr_opt, pr_arg, "--pr")
         _, ledger = open_ledger(reviews_dir)
         check_repo(repo)
         index = ledger.read_index(repo, pr)
@@ -289,11 +308,37 @@ def verdict_show(
             raise KdevError(f"no verdict for {repo} #{pr}", "verdict_not_found")
         path = ledger.verdict_path(repo, pr, entry.patch_id)
         try:
-            typer.echo(path.read_text(encoding="utf-8"), nl=False)
+            text = path.read_text(encoding="utf-8")
         except OSError:
             raise KdevError(f"verdict file {path} is missing", "verdict_not_found") from None
+        if not as_json:
+            typer.echo(text, nl=False)
+            return
+        heads = sorted(sha for sha, e in index.items() if e is entry)
+        shown = {
+            "repo": repo,
+            "pr": pr,
+            "head_sha": head if head is not None else (heads[0] if heads else None),
+            "patch_id": entry.patch_id,
+            "verdict": entry.verdict,
+            "reviewed_at": entry.reviewed_at.isoformat(),
+            "carried_from": entry.carried_from,
+            "path": str(path),
+            "text": text,
+        }
+        typer.echo(json.dumps(shown))
 
     guarded(work)
+
+
+def _one_of(option: T | None, argument: T | None, flag: str) -> T:
+    """A value given as ``flag`` or positionally (not both, not neither)."""
+    if option is not None and argument is not None and option != argument:
+        raise ConfigError(f"{flag} and the positional value differ", "usage_error")
+    value = option if option is not None else argument
+    if value is None:
+        raise ConfigError(f"{flag} is required", "usage_error")
+    return value
 
 
 @app.command("pr-sweep")
@@ -459,6 +504,7 @@ def resolve_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
     node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Resolve the review thread that starts with comment NODE."""
     from wrapper.threads import resolve
@@ -467,20 +513,30 @@ def resolve_cmd(
         check_repo(repo)
         with github_client(Settings.from_env()) as client:
             thread = resolve(client, repo, pr, node)
-        typer.echo(f"resolved: thread {thread.id}")
+        if as_json:
+            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": True}
+            typer.echo(json.dumps(shown))
+        else:
+            typer.echo(f"resolved: thread {thread.id}")
 
     guarded(work)
 
 
 @app.command("hide")
-def hide_cmd(node: str = typer.Option(..., "--node", help="Node id of the comment.")) -> None:
+def hide_cmd(
+    node: str = typer.Option(..., "--node", help="Node id of the comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
     """Minimise a comment as OUTDATED."""
     from wrapper.threads import hide
 
     def work() -> None:
         with github_client(Settings.from_env()) as client:
             reason = hide(client, node)
-        typer.echo(f"hidden: {node} ({reason})")
+        if as_json:
+            typer.echo(json.dumps({"node": node, "hidden": True, "reason": reason}))
+        else:
+            typer.echo(f"hidden: {node} ({reason})")
 
     guarded(work)
 

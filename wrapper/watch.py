@@ -31,7 +31,7 @@ from wrapper.errors import ConfigError
 
 log = logging.getLogger("kdev.watch")
 
-EXIT_MAX_DURATION = 9  # the watch ran out of time with something unsettled or not
+EXIT_MAX_DURATION = 16  # the watch ran out of time with something unsettled or not
 MIN_INTERVAL = 60
 DEFAULT_MAX_DURATION = 2 * 3600
 TERMINAL_BUCKETS = ("pass", "fail", "cancel", "skipping")
