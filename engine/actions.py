@@ -17,6 +17,7 @@ from typing import Any
 from engine.argv import render_argv
 from engine.config import Settings
 from engine.errors import LiError
+from engine.metrics import record_run
 from engine.models import RunStatus, ScheduleRun
 from engine.runner import RunOutcome, RunRequest, build_environment, run_action
 from engine.spec import MAX_RETRY_BACKOFF
@@ -115,6 +116,7 @@ def _execute_attempt(
     except LiError as exc:
         result = FinishedRun(status=RunStatus.REFUSED, reason=exc.reason, stderr_tail=exc.message)
         finish(claim.run_id, result)
+        record_run(claim.schedule_name, result.status.value, None, None)
         return result
     if not store.set_run_argv(claim.run_id, argv, owner=owner):
         # Fenced: another engine recovered this run meanwhile; it is not ours to launch.
@@ -139,6 +141,13 @@ def _execute_attempt(
     )
     result = finished_from_outcome(outcome)
     finish(claim.run_id, result)
+    launched = outcome.pid is not None
+    record_run(
+        claim.schedule_name,
+        result.status.value,
+        outcome.started_at if launched else None,
+        outcome.finished_at if launched else None,
+    )
     return result
 
 

@@ -33,6 +33,7 @@ from engine.daemon import Engine
 from engine.durations import MAX_DRAIN_SECONDS, format_duration, parse_duration
 from engine.errors import Conflict, InvalidInput, LiError, NotFound
 from engine.github import SqlEtagCache, github_client
+from engine.metrics import serve as serve_metrics
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -759,6 +760,12 @@ def engine_run(
         help="On SIGTERM/SIGINT, how long running actions may finish before they are "
         "terminated, e.g. 30s or 5m (default: LI_SHUTDOWN_GRACE, else 30s; at most 1d).",
     ),
+    metrics_addr: str | None = typer.Option(
+        None, "--metrics-addr", help="HOST:PORT: serve Prometheus metrics at /metrics."
+    ),
+    metrics_textfile: Path | None = typer.Option(
+        None, "--metrics-textfile", help="kdev's metrics file (KDEV_METRICS_FILE) to re-export."
+    ),
 ) -> None:
     """Run the engine until SIGTERM/SIGINT (or one pass with --once)."""
     if not _log_level_given:
@@ -772,7 +779,10 @@ def engine_run(
         store = open_store(config, migrate=dbmod.is_sqlite(config.database_url))
         engine = Engine(config, store)
         engine.start()
+        server = None
         try:
+            if metrics_addr is not None:
+                server, _ = serve_metrics(metrics_addr, store, metrics_textfile)
             if once:
                 runs = engine.run_once()
                 bad = [r for r in runs if r.status != RunStatus.SUCCEEDED.value]
@@ -788,6 +798,8 @@ def engine_run(
             signal.signal(signal.SIGINT, on_signal)
             engine.run_forever(stop)
         finally:
+            if server is not None:
+                server.shutdown()
             engine.close()
 
     guarded(work)

@@ -44,6 +44,7 @@ from engine.actions import execute_claim, fire_schedule
 from engine.config import Settings
 from engine.errors import LiError
 from engine.github import GitHubClient, SqlEtagCache, github_client
+from engine.metrics import record_poll
 from engine.models import RunStatus, ScheduleRun, TriggerType
 from engine.polling import PassReport, poll_once
 from engine.pollstore import PollStore
@@ -238,7 +239,7 @@ class Engine:
             ticket = self.polls.claim_poll(schedule_id, self.engine_id, manual=manual)
             if ticket is None:
                 return None
-            return poll_once(
+            report = poll_once(
                 self.polls,
                 self.settings,
                 self.github,
@@ -246,6 +247,9 @@ class Engine:
                 self.engine_id,
                 launch=self.launch_event,
             )
+            if report.polled or report.status != "ok":
+                record_poll(report.schedule_name, report.status)
+            return report
         except Exception as exc:
             self._record_error(f"poll of schedule {schedule_id}", exc)
             return None

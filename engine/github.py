@@ -50,6 +50,7 @@ from engine import __version__
 from engine.config import Settings
 from engine.db import translate_db_error
 from engine.errors import ConfigError, InvalidInput, LiError
+from engine.metrics import record_rate
 from engine.models import HttpCacheEntry, utcnow
 
 logger = logging.getLogger("engine.github")
@@ -731,8 +732,11 @@ class GitHubClient:
             ),
             transport=transport,
             follow_redirects=True,  # GitHub answers 301 for renamed repositories
-            event_hooks={"response": [_log_response]},
+            event_hooks={"response": [_log_response, self._note_rate]},
         )
+
+    def _note_rate(self, response: httpx.Response) -> None:
+        record_rate(self.token_identity, response.headers)
 
     def __repr__(self) -> str:
         token = "set" if self._token else "none"

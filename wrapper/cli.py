@@ -25,6 +25,7 @@ from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
 from wrapper.ledger import Ledger, check_sha
+from wrapper.metrics import count_outcome
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
@@ -119,19 +120,22 @@ def review_pr_cmd(
             ctx = ReviewContext(
                 config=config, ledger=ledger, github=client, environ=dict(os.environ)
             )
-            report = review_pr(
-                ReviewRequest(
-                    repo=repo,
-                    pr=pr,
-                    head_sha=head_sha,
-                    checkout=(checkout or Path.cwd()).resolve(),
-                    pr_url=pr_url,
-                    author=author,
-                    force=force,
-                    comment_id=parse_comment_id(comment_id),
-                ),
-                ctx,
+            request = ReviewRequest(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha,
+                checkout=(checkout or Path.cwd()).resolve(),
+                pr_url=pr_url,
+                author=author,
+                force=force,
+                comment_id=parse_comment_id(comment_id),
             )
+            try:
+                report = review_pr(request, ctx)
+            except Exception:
+                count_outcome("failed", os.environ)
+                raise
+        count_outcome(report.outcome.value, os.environ)
         print_report(report, as_json)
 
     guarded(work)
