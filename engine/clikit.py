@@ -131,7 +131,8 @@ class LogLevel(enum.StrEnum):
     ERROR = "error"
 
 
-QUIET_LOGGERS = ("alembic", "apscheduler", "httpx", "httpcore")
+QUIET_LOGGERS = ("alembic", "apscheduler")
+URL_LOGGERS = ("httpx", "httpcore")
 
 
 def configure_logging(level: str, log_format: str) -> None:
@@ -147,8 +148,12 @@ def configure_logging(level: str, log_format: str) -> None:
     root.addHandler(handler)
     root.setLevel(level.upper())
     # alembic narrates every migration context at INFO, APScheduler every job it runs
-    # ("Running job", "executed successfully"), httpx every request: only debug
-    # logging wants that. An idle engine logs nothing at INFO.
+    # ("Running job", "executed successfully"): only debug logging wants that. An idle
+    # engine logs nothing at INFO.
     chatty = logging.DEBUG if level.lower() == "debug" else logging.WARNING
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(chatty)
+    # httpx logs whole URLs (a webhook URL carries its secret): never, at any level. The
+    # GitHub client logs its own requests at DEBUG (engine.github).
+    for name in URL_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -70,3 +70,20 @@ def test_json_and_text_log_times_carry_the_utc_offset() -> None:
     text = TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s").format(record)
     stamp, rest = text.split(" ", 1)
     assert datetime.fromisoformat(stamp).utcoffset() is not None and rest == "INFO li: hello you"
+
+
+def test_debug_logging_never_turns_on_httpx_url_lines() -> None:
+    from engine.clikit import configure_logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging("debug", "json")
+        assert logging.getLogger("apscheduler").level == logging.DEBUG
+        assert logging.getLogger("httpx").level == logging.WARNING
+        assert logging.getLogger("httpcore").level == logging.WARNING
+        configure_logging("info", "text")
+        assert logging.getLogger("apscheduler").level == logging.WARNING
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
