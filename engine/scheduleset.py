@@ -212,6 +212,12 @@ def _line_of(root: Node, loc: Sequence[int | str]) -> int:
     return line
 
 
+def yaml_line_of(root: Node, loc: Sequence[int | str]) -> int:
+    """Public name of :func:`_line_of`: the line of ``loc`` in a composed YAML document
+    (kdev config validate maps its errors with it, as schedule files do)."""
+    return _line_of(root, loc)
+
+
 def _subject(data: Any, loc: Sequence[int | str]) -> tuple[str, tuple[int | str, ...]]:
     """``("schedule 'x'", rest of loc)`` for a location inside a schedule entry."""
     if len(loc) >= 2 and loc[0] == "schedules" and isinstance(loc[1], int):
