@@ -155,7 +155,10 @@ def schedule_dict(row: Schedule) -> dict[str, Any]:
         "max_runs": row.max_runs,
         "run_count": row.run_count,
         "env_passthrough": row.env_passthrough,
-        "retry": {"max_attempts": row.retry_max_attempts, "backoff": row.retry_backoff_seconds},
+        "retry": {
+            "max_attempts": row.retry_max_attempts,
+            "backoff_seconds": row.retry_backoff_seconds,
+        },
         "overlap": row.overlap,
         "managed_by": row.managed_by,
         "next_fire_at": iso(row.next_fire_at),
