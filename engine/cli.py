@@ -56,6 +56,7 @@ from engine.scheduleset import (
 from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_retry_attempts, check_spec
 from engine.status import schedule_health
 from engine.store import Store, spec_of
+from engine.tables import print_table
 
 EXIT_RUN_NOT_SUCCEEDED = 7
 _log_level_given = False
@@ -123,11 +124,7 @@ def emit_json(value: Any) -> None:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    typer.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    for row in cells:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    print_table(headers, rows, typer.get_text_stream("stdout"))
 
 
 def trigger_text(row: Schedule) -> str:

@@ -20,6 +20,7 @@ from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.errors import LiError
 from engine.github import github_client
+from engine.tables import print_table
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
 from wrapper.describe import describe_pr
@@ -234,10 +235,7 @@ def verdicts_cmd(
         for row in cells:
             row[2] = row[2][:12]
             row[3] = row[3][:12]
-        widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-        typer.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)))
-        for row in cells:
-            typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        print_table(headers, cells, typer.get_text_stream("stdout"))
 
     guarded(work)
 
