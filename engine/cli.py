@@ -67,7 +67,6 @@ app = OneLineErrorsTyper(
     help="li: a generic schedule engine that fires allow-listed "
     "commands on cron, interval and GitHub-poll schedules.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 schedule_app = typer.Typer(help="Add, inspect and fire schedules.", no_args_is_help=True)

@@ -198,3 +198,11 @@ def test_no_import_of_a_dependencys_private_module() -> None:
         if m.group(1) not in ours
     ]
     assert found == []
+
+
+@pytest.mark.parametrize("program", ["li", "kdev"])
+def test_shell_completion_can_be_installed(program: str) -> None:
+    shown = run(program, "--show-completion", "bash")
+    assert shown.returncode == 0, shown.stderr
+    assert f"_{program}_completion()" in shown.stdout and "complete " in shown.stdout
+    assert "--install-completion" in run(program, "--help").stdout

@@ -40,7 +40,6 @@ app = OneLineErrorsTyper(
     name="kdev",
     help="Review wrapper for the li engine: decides whether a PR review runs, and runs it.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 verdict_app = typer.Typer(help="Read verdict files.", no_args_is_help=True)
