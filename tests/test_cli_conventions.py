@@ -3,6 +3,7 @@ logging flags, no private imports of a dependency."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -10,18 +11,22 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from sqlalchemy import Engine
 
 from engine import errors as li_errors
 from engine.cli import EXIT_RUN_NOT_SUCCEEDED
+from engine.cli import app as li_app
 from tests.ghsim import GitHubSim
 from tests.ghsim.model import node_id
 from tests.test_cli import Li
 from tests.test_review import REPO, Bench
 from tests.test_review import bench as bench  # noqa: F401 - the fixture
 from wrapper import errors as kdev_errors
+from wrapper.cli import app as kdev_app
 from wrapper.watch import EXIT_MAX_DURATION
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,3 +211,39 @@ def test_shell_completion_can_be_installed(program: str) -> None:
     assert shown.returncode == 0, shown.stderr
     assert f"_{program}_completion()" in shown.stdout and "complete " in shown.stdout
     assert "--install-completion" in run(program, "--help").stdout
+
+
+def all_options(program_app: Any) -> list[tuple[str, Any, str]]:
+    """(command path, parameter, its annotation as written) of every command's options."""
+    found = []
+    pending = [("", typer.main.get_command(program_app))]
+    while pending:
+        path, command = pending.pop()
+        callback = getattr(command, "callback", None)
+        signature = inspect.signature(callback) if callback is not None else None
+        for param in command.params:
+            annotation = ""
+            if signature is not None and param.name in signature.parameters:
+                annotation = str(signature.parameters[param.name].annotation)
+            found.append((path, param, annotation))
+        for name, child in getattr(command, "commands", {}).items():
+            pending.append((f"{path} {name}".strip(), child))
+    return found
+
+
+@pytest.mark.parametrize("program_app", [li_app, kdev_app], ids=["li", "kdev"])
+def test_one_flag_name_per_concept_and_durations_as_text(program_app: Any) -> None:
+    checked = 0
+    for path, param, annotation in all_options(program_app):
+        opts = set(getattr(param, "opts", []))
+        if param.name in ("checkout", "repo_root"):
+            assert "--checkout" in opts, path
+        if param.name in ("repo", "repo_opt") and opts:
+            assert "--repo" in opts, path
+        if param.name in ("pr", "pr_opt") and opts:
+            assert "--pr" in opts, path
+        if re.search(r"interval|timeout|duration|backoff|every", param.name or ""):
+            # Durations are text like 5m everywhere, never an integer option.
+            assert annotation.startswith("str"), (path, param.name, annotation)
+            checked += 1
+    assert checked >= 2

@@ -241,7 +241,9 @@ def verdicts_cmd(
 
 @app.command("reviewers")
 def reviewers_cmd(
-    repo_root: Path = typer.Option(Path("."), "--repo-root", help="Checkout or worktree root."),
+    repo_root: Path = typer.Option(
+        Path("."), "--checkout", "--repo-root", help="Checkout or worktree root."
+    ),
     pr: int | None = typer.Option(None, "--pr", help="Changed files of this PR (fetched)."),
     base: str | None = typer.Option(
         None, "--base", help="Base branch for --pr (default main), or a base ref for --head."
@@ -413,7 +415,9 @@ def sweep_summary(report: SweepReport) -> list[str]:
 def watch_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    interval: str = typer.Option("auto", "--interval", help="auto (by PR size) or seconds."),
+    interval: str = typer.Option(
+        "auto", "--interval", help="auto (by PR size) or a duration, e.g. 90s or 5m."
+    ),
     max_duration: str = typer.Option("2h", "--max-duration", help="e.g. 90m, 2h."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event."),
 ) -> None:
