@@ -8,15 +8,19 @@ ends in a terminal run row, whatever goes wrong in between.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from engine.argv import render_argv
 from engine.config import Settings
 from engine.errors import LiError
+from engine.metrics import record_run
 from engine.models import RunStatus, ScheduleRun
 from engine.runner import RunOutcome, RunRequest, build_environment, run_action
+from engine.spec import MAX_RETRY_BACKOFF
 from engine.store import Claim, FinishedRun, Store
 
 log = logging.getLogger(__name__)
@@ -37,6 +41,13 @@ def finished_from_outcome(outcome: RunOutcome) -> FinishedRun:
     )
 
 
+def retry_delay(claim: Claim, failed_attempts: int, rng: random.Random) -> float:
+    """The wait before the next attempt: the schedule's backoff, doubled after each
+    failed attempt (capped at MAX_RETRY_BACKOFF), plus up to 10% jitter."""
+    base = min(float(MAX_RETRY_BACKOFF), claim.retry_backoff_seconds * 2.0 ** (failed_attempts - 1))
+    return base + rng.uniform(0, base / 10)
+
+
 def execute_claim(
     store: Store,
     settings: Settings,
@@ -46,8 +57,50 @@ def execute_claim(
     environ: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
     finish: Finisher | None = None,
+    on_attempt: Callable[[int], None] | None = None,
 ) -> FinishedRun:
-    """Run a claimed fire to its end and record the outcome on its run row.
+    """Run a claimed fire to its end, retrying a failed run as new attempts of the same
+    fire while the schedule's retry policy allows (``retry_max_attempts``). The wait
+    between attempts ends early on ``cancel`` (a stop): the fire then stays failed.
+    ``on_attempt(run_id)`` is told each new attempt's run id.
+    """
+    rng = random.Random()
+    result = _execute_attempt(store, settings, claim, owner, environ, cancel, finish)
+    tries = 1
+    while result.status is RunStatus.FAILED and tries < claim.retry_max_attempts:
+        delay = retry_delay(claim, tries, rng)
+        log.info(
+            "run %s of %s failed (%s); attempt %d of %d in %.0f s",
+            claim.run_id,
+            claim.schedule_name,
+            result.reason,
+            tries + 1,
+            claim.retry_max_attempts,
+            delay,
+        )
+        if (cancel or threading.Event()).wait(delay):
+            break  # stopping: the fire stays failed
+        run_id = store.start_attempt(claim.run_id, owner)
+        if run_id is None:
+            break  # fenced: another engine settled it
+        claim = replace(claim, run_id=run_id)
+        if on_attempt is not None:
+            on_attempt(run_id)
+        tries += 1
+        result = _execute_attempt(store, settings, claim, owner, environ, cancel, finish)
+    return result
+
+
+def _execute_attempt(
+    store: Store,
+    settings: Settings,
+    claim: Claim,
+    owner: str,
+    environ: Mapping[str, str] | None,
+    cancel: threading.Event | None,
+    finish: Finisher | None,
+) -> FinishedRun:
+    """Run one attempt of a claimed fire to its end and record its outcome.
 
     The allow-list is checked again while building argv and once more by the runner
     right before spawn; a refusal there is recorded as ``refused`` with its reason.
@@ -63,6 +116,7 @@ def execute_claim(
     except LiError as exc:
         result = FinishedRun(status=RunStatus.REFUSED, reason=exc.reason, stderr_tail=exc.message)
         finish(claim.run_id, result)
+        record_run(claim.schedule_name, result.status.value, None, None)
         return result
     if not store.set_run_argv(claim.run_id, argv, owner=owner):
         # Fenced: another engine recovered this run meanwhile; it is not ours to launch.
@@ -87,6 +141,13 @@ def execute_claim(
     )
     result = finished_from_outcome(outcome)
     finish(claim.run_id, result)
+    launched = outcome.pid is not None
+    record_run(
+        claim.schedule_name,
+        result.status.value,
+        outcome.started_at if launched else None,
+        outcome.finished_at if launched else None,
+    )
     return result
 
 
@@ -119,8 +180,18 @@ def fire_schedule(
             on_claimed(claim)
         except Exception:  # the timer is best effort; the run must still happen
             log.exception("on_claimed hook failed for %s", claim.schedule_name)
+    attempts = [claim.run_id]
     try:
-        execute_claim(store, settings, claim, owner, environ=environ, cancel=cancel, finish=finish)
+        execute_claim(
+            store,
+            settings,
+            claim,
+            owner,
+            environ=environ,
+            cancel=cancel,
+            finish=finish,
+            on_attempt=attempts.append,
+        )
     except Exception as exc:
         # Never leave a claimed run as `running`: record what broke, then re-raise so
         # the caller's loop records the iteration error too.
@@ -128,11 +199,11 @@ def fire_schedule(
         message: Any = exc.message if isinstance(exc, LiError) else repr(exc)
         try:
             store.finish_run(
-                claim.run_id,
+                attempts[-1],
                 FinishedRun(status=RunStatus.FAILED, reason=reason, stderr_tail=str(message)),
                 owner=owner,
             )
         except LiError:
-            log.exception("could not record the failure of run %s", claim.run_id)
+            log.exception("could not record the failure of run %s", attempts[-1])
         raise
-    return store.get_run(claim.run_id)
+    return store.get_run(attempts[-1])

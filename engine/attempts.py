@@ -140,3 +140,37 @@ def confirm_launch(session: Session, run: ScheduleRun) -> None:
     state = _state_for_update(session, run.schedule_id)
     if state is not None and state.poller_consecutive_cap_no_dispatch:
         state.poller_consecutive_cap_no_dispatch = 0
+
+
+def retry_attempt(session: Session, run_id: int, owner: str, now: datetime) -> int | None:
+    """Attempt n+1 of the fire of failed run ``run_id`` under its schedule's retry policy
+    (engine.actions.execute_claim); the event's claims point at it. None if fenced."""
+    old = session.get(ScheduleRun, run_id, with_for_update=True)
+    if old is None or old.status != RunStatus.FAILED.value or old.engine_id != owner:
+        return None
+    run = ScheduleRun(
+        schedule_id=old.schedule_id,
+        schedule_name=old.schedule_name,
+        trigger_context=dict(old.trigger_context or {}),
+        argv=None,
+        status=RunStatus.RUNNING.value,
+        engine_id=owner,
+        started_at=now,
+        stdout_tail="",
+        stderr_tail="",
+        attempt=old.attempt + 1,
+        fire_id=old.fire_id or old.id,
+    )
+    session.add(run)
+    session.flush()
+    for table in (PollClaim, TriggerKey):
+        session.execute(update(table).where(table.run_id == old.id).values(run_id=run.id))
+    log.info(
+        "run %s of %s failed (%s): retried as attempt %d (run %s)",
+        old.id,
+        old.schedule_name,
+        old.reason,
+        run.attempt,
+        run.id,
+    )
+    return run.id

@@ -7,7 +7,6 @@ with the code of its class (docs/cli.md); no user error ever prints a traceback.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import logging
 import re
@@ -27,7 +26,7 @@ from engine import __version__
 from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.argv import check_templates
-from engine.clikit import OneLineErrorsTyper, configure_logging, fail
+from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_logging, fail
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.daemon import Engine
@@ -36,6 +35,7 @@ from engine.durations import MAX_DRAIN_SECONDS, format_duration, parse_duration
 from engine.errors import Conflict, InvalidInput, LiError, NotFound
 from engine.github import SqlEtagCache, github_client
 from engine.health import health_exit_code
+from engine.metrics import serve as serve_metrics
 from engine.models import (
     EngineInstance,
     OverlapPolicy,
@@ -55,9 +55,10 @@ from engine.scheduleset import (
     plan,
     plan_has_errors,
 )
-from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_spec
+from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_retry_attempts, check_spec
 from engine.status import schedule_health
 from engine.store import Store, spec_of
+from engine.tables import print_table
 
 EXIT_RUN_NOT_SUCCEEDED = 7
 _log_level_given = False
@@ -68,7 +69,6 @@ app = OneLineErrorsTyper(
     help="li: a generic schedule engine that fires allow-listed "
     "commands on cron, interval and GitHub-poll schedules.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 schedule_app = typer.Typer(help="Add, inspect and fire schedules.", no_args_is_help=True)
@@ -125,11 +125,7 @@ def emit_json(value: Any) -> None:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    typer.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    for row in cells:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    print_table(headers, rows, typer.get_text_stream("stdout"))
 
 
 def trigger_text(row: Schedule) -> str:
@@ -157,6 +153,10 @@ def schedule_dict(row: Schedule) -> dict[str, Any]:
         "max_runs": row.max_runs,
         "run_count": row.run_count,
         "env_passthrough": row.env_passthrough,
+        "retry": {
+            "max_attempts": row.retry_max_attempts,
+            "backoff_seconds": row.retry_backoff_seconds,
+        },
         "overlap": row.overlap,
         "managed_by": row.managed_by,
         "next_fire_at": iso(row.next_fire_at),
@@ -210,18 +210,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-class LogFormat(enum.StrEnum):
-    TEXT = "text"
-    JSON = "json"
-
-
-class LogLevel(enum.StrEnum):
-    DEBUG = "debug"
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
-
-
 @app.callback()
 def main(
     version: bool = typer.Option(
@@ -256,12 +244,17 @@ def db_upgrade() -> None:
 
 
 @db_app.command("current")
-def db_current() -> None:
+def db_current(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
     """Show the schema revision of the database and the newest one."""
 
     def work() -> None:
         store = open_store(settings(), migrate=False)
         current, head = dbmod.current_revision(store.engine), dbmod.head_revision(store.engine)
+        if as_json:
+            emit_json({"current": current, "head": head, "up_to_date": current == head})
+            return
         state = "head" if current == head else "behind: run `li db upgrade`"
         typer.echo(f"{current or 'blank'} ({state}; newest {head})")
 
@@ -384,6 +377,12 @@ def schedule_add(
     backfill: bool = typer.Option(
         False, "--backfill", help="github: fire the open backlog too (cursor unset)."
     ),
+    retry_max_attempts: int = typer.Option(
+        1, "--retry-max-attempts", help="Try a failed run again: N attempts in all (1..10)."
+    ),
+    retry_backoff: str = typer.Option(
+        "30s", "--retry-backoff", help="Wait before the 2nd attempt, doubling after."
+    ),
     disabled: bool = typer.Option(False, "--disabled", help="Add it paused."),
     as_json: bool = typer.Option(False, "--json", help="Print the schedule as JSON."),
 ) -> None:
@@ -427,6 +426,8 @@ def schedule_add(
             max_runs=max_runs,
             env_passthrough=list(env_passthrough),
             overlap=overlap,
+            retry_max_attempts=check_retry_attempts(retry_max_attempts),
+            retry_backoff_seconds=parse_duration(retry_backoff, what="--retry-backoff"),
         )
         check_spec(spec, config.command_allowlist)
         check_templates(spec.args)
@@ -578,8 +579,11 @@ def schedule_trigger(
         store = open_store(config)
         row = store.get_schedule(name)
         if not wait_for_it:
-            store.request_fire(name)
-            typer.echo(f"{name} is due now; a running engine fires it within seconds")
+            due = store.request_fire(name)
+            if as_json:
+                emit_json({"schedule": name, "due": True, "next_fire_at": iso(due.next_fire_at)})
+            else:
+                typer.echo(f"{name} is due now; a running engine fires it within seconds")
             return
         if row.trigger_type == TriggerType.GITHUB_POLL:
             poll_now(store, config, row, as_json)
@@ -773,6 +777,12 @@ def engine_run(
         help="On SIGTERM/SIGINT, how long running actions may finish before they are "
         "terminated, e.g. 30s or 5m (default: LI_SHUTDOWN_GRACE, else 30s; at most 1d).",
     ),
+    metrics_addr: str | None = typer.Option(
+        None, "--metrics-addr", help="HOST:PORT: serve Prometheus metrics at /metrics."
+    ),
+    metrics_textfile: Path | None = typer.Option(
+        None, "--metrics-textfile", help="kdev's metrics file (KDEV_METRICS_FILE) to re-export."
+    ),
 ) -> None:
     """Run the engine until SIGTERM/SIGINT (or one pass with --once)."""
     if not _log_level_given:
@@ -786,7 +796,10 @@ def engine_run(
         store = open_store(config, migrate=dbmod.is_sqlite(config.database_url))
         engine = Engine(config, store)
         engine.start()
+        server = None
         try:
+            if metrics_addr is not None:
+                server, _ = serve_metrics(metrics_addr, store, metrics_textfile)
             if once:
                 runs = engine.run_once()
                 bad = [r for r in runs if r.status != RunStatus.SUCCEEDED.value]
@@ -802,6 +815,8 @@ def engine_run(
             signal.signal(signal.SIGINT, on_signal)
             engine.run_forever(stop)
         finally:
+            if server is not None:
+                server.shutdown()
             engine.close()
 
     guarded(work)

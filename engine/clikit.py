@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from typer._click import exceptions as click_exceptions
 
 from engine.errors import LiError
 
@@ -44,18 +45,29 @@ def guarded(
             cleanup()
 
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
+
 class OneLineErrorsTyper(typer.Typer):
-    """A Typer app whose usage errors are one line with a reason code, like every error."""
+    """A Typer app whose usage errors are one line with a reason code, like every error.
+
+    ``-h`` works as ``--help`` on every command. Usage errors are caught through the
+    public :class:`typer.TyperException` (the base of Typer's click exceptions), never
+    through a private module of Typer."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("context_settings", HELP_OPTIONS)
+        super().__init__(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         command = typer.main.get_command(self)
         kwargs["standalone_mode"] = False
         try:
             return command.main(*args, **kwargs)
-        except click_exceptions.NoArgsIsHelpError as exc:
-            exc.show()
-            sys.exit(2)
-        except click_exceptions.ClickException as exc:
+        except typer.TyperException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare group: help, exit 2
+                getattr(exc, "show", lambda: None)()
+                sys.exit(2)
             ctx = getattr(exc, "ctx", None)
             where = f" ({ctx.command_path})" if ctx is not None else ""
             message = " ".join(exc.format_message().split())
@@ -76,13 +88,25 @@ _RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, No
 }
 
 
+def iso_time(record: logging.LogRecord) -> str:
+    """The record's time in UTC, ISO 8601 with milliseconds and the ``+00:00`` offset."""
+    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+
+class TextFormatter(logging.Formatter):
+    """``TIME LEVEL LOGGER: message`` with an ISO 8601 UTC time (offset included)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return iso_time(record)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object a line: time, level, logger, message and every ``extra`` field,
     so ``jq -r 'select(.reason) | [.pr, .reason] | @tsv'`` works on the engine's log."""
 
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "time": iso_time(record),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
@@ -95,19 +119,41 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str)
 
 
+class LogFormat(enum.StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+class LogLevel(enum.StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+QUIET_LOGGERS = ("alembic", "apscheduler")
+URL_LOGGERS = ("httpx", "httpcore")
+
+
 def configure_logging(level: str, log_format: str) -> None:
     """Log to stderr at ``level`` (debug/info/warning/error) as ``text`` or ``json``."""
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # alembic narrates every migration context at INFO; only debug logging wants that.
-    logging.getLogger("alembic").setLevel(
-        logging.DEBUG if level.lower() == "debug" else logging.WARNING
-    )
+    # alembic narrates every migration context at INFO, APScheduler every job it runs
+    # ("Running job", "executed successfully"): only debug logging wants that. An idle
+    # engine logs nothing at INFO.
+    chatty = logging.DEBUG if level.lower() == "debug" else logging.WARNING
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(chatty)
+    # httpx logs whole URLs (a webhook URL carries its secret): never, at any level. The
+    # GitHub client logs its own requests at DEBUG (engine.github).
+    for name in URL_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -46,6 +46,7 @@ from engine.actions import execute_claim, fire_schedule
 from engine.config import Settings
 from engine.errors import LiError
 from engine.github import GitHubClient, SqlEtagCache, github_client
+from engine.metrics import record_poll
 from engine.models import RunStatus, ScheduleRun, TriggerType
 from engine.polling import PassReport, poll_once
 from engine.pollstore import PollStore
@@ -240,7 +241,7 @@ class Engine:
             ticket = self.polls.claim_poll(schedule_id, self.engine_id, manual=manual)
             if ticket is None:
                 return None
-            return poll_once(
+            report = poll_once(
                 self.polls,
                 self.settings,
                 self.github,
@@ -248,6 +249,9 @@ class Engine:
                 self.engine_id,
                 launch=self.launch_event,
             )
+            if report.polled or report.status != "ok":
+                record_poll(report.schedule_name, report.status)
+            return report
         except Exception as exc:
             self._record_error(f"poll of schedule {schedule_id}", exc)
             return None
@@ -278,6 +282,7 @@ class Engine:
             token = id(cancel)
             with self._inflight_lock:
                 self._inflight[token] = cancel
+            attempts = [claim.run_id]
             try:
                 # Its outcome goes through the run book: never raises for the write.
                 execute_claim(
@@ -287,11 +292,12 @@ class Engine:
                     self.engine_id,
                     cancel=cancel,
                     finish=self._finish,
+                    on_attempt=attempts.append,
                 )
             except Exception as exc:
-                self._record_error(f"event run {claim.run_id} of {claim.schedule_name}", exc)
+                self._record_error(f"event run {attempts[-1]} of {claim.schedule_name}", exc)
                 self._finish(
-                    claim.run_id,
+                    attempts[-1],
                     FinishedRun(
                         status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)
                     ),
@@ -302,7 +308,7 @@ class Engine:
                 with self._inflight_lock:
                     self._inflight.pop(token, None)
         try:
-            return self.store.get_run(claim.run_id)
+            return self.store.get_run(attempts[-1])
         except LiError:
             return None
 

@@ -25,6 +25,8 @@ MAXIMA = {
     "--poll-interval": MAX_POLL_INTERVAL_SECONDS,
     "github.poll_interval": MAX_POLL_INTERVAL_SECONDS,
     "--drain-timeout": MAX_DRAIN_SECONDS,
+    "retry.backoff": 3600,
+    "--retry-backoff": 3600,
 }
 _DURATION = re.compile(r"^(?:\d+[smhd])+$")
 _PART = re.compile(r"(\d+)([smhd])")

@@ -52,9 +52,24 @@ from engine import __version__
 from engine.config import Settings
 from engine.db import translate_db_error
 from engine.errors import ConfigError, InvalidInput, LiError
+from engine.metrics import record_rate
 from engine.models import HttpCacheEntry, utcnow
 
 logger = logging.getLogger("engine.github")
+
+
+def _log_response(response: httpx.Response) -> None:
+    """One DEBUG line per GitHub request: method, path, status and the rate budget left
+    (never a header value that could hold the token; query strings are dropped)."""
+    request = response.request
+    logger.debug(
+        "HTTP %s %s -> %d (rate remaining %s)",
+        request.method,
+        request.url.path,
+        response.status_code,
+        response.headers.get("x-ratelimit-remaining", "?"),
+    )
+
 
 AUTH_ERROR = "auth_error"
 RATE_LIMITED = "rate_limited"
@@ -719,7 +734,11 @@ class GitHubClient:
             ),
             transport=transport,
             follow_redirects=True,  # GitHub answers 301 for renamed repositories
+            event_hooks={"response": [_log_response, self._note_rate]},
         )
+
+    def _note_rate(self, response: httpx.Response) -> None:
+        record_rate(self.token_identity, response.headers)
 
     def __repr__(self) -> str:
         token = "set" if self._token else "none"

@@ -108,6 +108,10 @@ class Schedule(Base):
     run_count: Mapped[int] = mapped_column(Integer, default=0)
     env_passthrough: Mapped[list[str]] = mapped_column(JSON, default=list)
     overlap: Mapped[str] = mapped_column(String(10), default=OverlapPolicy.SKIP.value)
+    # Retry policy (issue 15): a failed run is tried again as a new attempt of its fire,
+    # up to retry_max_attempts in all (1: never), after retry_backoff_seconds, doubling.
+    retry_max_attempts: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    retry_backoff_seconds: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
     managed_by: Mapped[str | None] = mapped_column(String(200))
     next_fire_at: Mapped[datetime | None] = mapped_column(index=True)
     last_fire_at: Mapped[datetime | None]

@@ -37,8 +37,10 @@ from engine.pollconfig import (
     validate_poll_config,
 )
 from engine.spec import (
+    DEFAULT_RETRY_BACKOFF_SECONDS,
     DEFAULT_TIMEOUT_SECONDS,
     ENV_NAME,
+    MAX_RETRY_ATTEMPTS,
     SCHEDULE_NAME,
     ScheduleSpec,
     check_name,
@@ -50,6 +52,15 @@ from engine.spec import (
 FORMAT_VERSION = 1
 TRIGGER_KEYS = ("cron", "every", "github")
 _MERGE_KEY_TAG = "tag:yaml.org,2002:merge"
+
+
+class _RetryFile(BaseModel):
+    """``retry: {max_attempts, backoff}``: a failed run is tried again (issue 15)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    max_attempts: int = Field(ge=1, le=MAX_RETRY_ATTEMPTS)
+    backoff: str | None = None
 
 
 class _EntryFile(BaseModel):
@@ -70,6 +81,7 @@ class _EntryFile(BaseModel):
     max_runs: int | None = Field(default=None, ge=1)
     env_passthrough: list[str] = Field(default_factory=list)
     overlap: Literal["skip", "allow"] = "skip"
+    retry: _RetryFile | None = None
 
 
 class _SetFile(BaseModel):
@@ -198,6 +210,12 @@ def _line_of(root: Node, loc: Sequence[int | str]) -> int:
         key_node, node = found
         line = _line(key_node)
     return line
+
+
+def yaml_line_of(root: Node, loc: Sequence[int | str]) -> int:
+    """Public name of :func:`_line_of`: the line of ``loc`` in a composed YAML document
+    (kdev config validate maps its errors with it, as schedule files do)."""
+    return _line_of(root, loc)
 
 
 def _subject(data: Any, loc: Sequence[int | str]) -> tuple[str, tuple[int | str, ...]]:
@@ -342,6 +360,12 @@ def _entry_spec(
     timeout_seconds = DEFAULT_TIMEOUT_SECONDS
     if entry.timeout is not None:
         timeout_seconds = _duration(line_of("timeout"), label, "timeout", entry.timeout)
+    retry_max_attempts, retry_backoff = 1, DEFAULT_RETRY_BACKOFF_SECONDS
+    if entry.retry is not None:
+        retry_max_attempts = entry.retry.max_attempts
+        if entry.retry.backoff is not None:
+            where = line_of("retry", "backoff")
+            retry_backoff = _duration(where, label, "retry.backoff", entry.retry.backoff)
 
     for position, variable in enumerate(entry.env_passthrough):
         if not ENV_NAME.match(variable):
@@ -370,6 +394,8 @@ def _entry_spec(
         max_runs=entry.max_runs,
         env_passthrough=list(entry.env_passthrough),
         overlap=OverlapPolicy(entry.overlap),
+        retry_max_attempts=retry_max_attempts,
+        retry_backoff_seconds=retry_backoff,
     )
 
 
@@ -607,6 +633,11 @@ def _entry(spec: ScheduleSpec) -> dict[str, Any]:
         entry["env_passthrough"] = list(spec.env_passthrough)
     if spec.overlap is not OverlapPolicy.SKIP:
         entry["overlap"] = spec.overlap.value
+    if spec.retry_max_attempts > 1:
+        entry["retry"] = {
+            "max_attempts": spec.retry_max_attempts,
+            "backoff": format_duration(spec.retry_backoff_seconds),
+        }
     return entry
 
 

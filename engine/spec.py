@@ -30,6 +30,9 @@ from engine.models import OverlapPolicy, TriggerType
 SCHEDULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_TIMEOUT_SECONDS = 3600
+MAX_RETRY_ATTEMPTS = 10
+DEFAULT_RETRY_BACKOFF_SECONDS = 30
+MAX_RETRY_BACKOFF = 3600
 
 
 class ScheduleSpec(BaseModel):
@@ -52,6 +55,19 @@ class ScheduleSpec(BaseModel):
     max_runs: int | None = None
     env_passthrough: list[str] = Field(default_factory=list)
     overlap: OverlapPolicy = OverlapPolicy.SKIP
+    # A failed run (non-zero exit) is tried again up to this many attempts in all,
+    # waiting retry_backoff_seconds before the second, doubling after (engine.actions).
+    retry_max_attempts: int = Field(1, ge=1, le=MAX_RETRY_ATTEMPTS)
+    retry_backoff_seconds: int = Field(DEFAULT_RETRY_BACKOFF_SECONDS, ge=1, le=MAX_RETRY_BACKOFF)
+
+
+def check_retry_attempts(attempts: int) -> int:
+    """``attempts`` if it is 1..MAX_RETRY_ATTEMPTS (reason ``invalid_value``)."""
+    if not 1 <= attempts <= MAX_RETRY_ATTEMPTS:
+        raise InvalidInput(
+            f"retry max attempts {attempts} must be 1..{MAX_RETRY_ATTEMPTS}", "invalid_value"
+        )
+    return attempts
 
 
 def check_name(name: str) -> None:

@@ -22,7 +22,7 @@ from sqlalchemy import CursorResult, Engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from engine.attempts import confirm_launch, requeue
+from engine.attempts import confirm_launch, requeue, retry_attempt
 from engine.db import translate_db_error
 from engine.errors import Conflict, LiError, NotFound
 from engine.losses import coalesced_slots
@@ -64,6 +64,8 @@ class Claim:
     env_passthrough: list[str]
     context: dict[str, Any]
     next_fire_at: datetime | None
+    retry_max_attempts: int = 1
+    retry_backoff_seconds: int = 30
 
     @classmethod
     def of(cls, row: Schedule, run_id: int, context: dict[str, Any]) -> Claim:
@@ -79,6 +81,8 @@ class Claim:
             env_passthrough=list(row.env_passthrough or []),
             context=context,
             next_fire_at=row.next_fire_at,
+            retry_max_attempts=row.retry_max_attempts or 1,
+            retry_backoff_seconds=row.retry_backoff_seconds or 30,
         )
 
 
@@ -120,6 +124,8 @@ def spec_of(row: Schedule) -> ScheduleSpec:
         max_runs=row.max_runs,
         env_passthrough=list(row.env_passthrough or []),
         overlap=OverlapPolicy(row.overlap),
+        retry_max_attempts=row.retry_max_attempts,
+        retry_backoff_seconds=row.retry_backoff_seconds,
     )
 
 
@@ -293,6 +299,8 @@ class Store:
         row.max_runs = spec.max_runs
         row.env_passthrough = list(spec.env_passthrough)
         row.overlap = spec.overlap.value
+        row.retry_max_attempts = spec.retry_max_attempts
+        row.retry_backoff_seconds = spec.retry_backoff_seconds
         row.managed_by = managed_by
         row.updated_at = now
 
@@ -671,6 +679,17 @@ class Store:
             return True
 
         return self.durable(lambda: bool(self._run(work)))
+
+    def start_attempt(self, run_id: int, owner: str) -> int | None:
+        """A new ``running`` attempt of the fire of failed run ``run_id`` (its retry
+        policy said so); the event's claims move to it. None when the run is not a
+        failed run of ``owner`` any more (fenced)."""
+
+        def work(session: Session) -> int | None:
+            return retry_attempt(session, run_id, owner, self.clock())
+
+        result = self.durable(lambda: self._run(work))
+        return int(result) if result is not None else None
 
     # -- engine instances -------------------------------------------------------------
 

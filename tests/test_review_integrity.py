@@ -146,7 +146,7 @@ def test_unreadable_metadata_fails_the_run_loudly(
     argv = [str(BIN / "kdev"), "review-pr", "--repo", REPO, "--pr", str(pr.number)]
     argv += ["--head-sha", pr.head_sha, "--checkout", str(bench.checkout), "--json"]
     result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == GitHubFailed.exit_code == 10, result.stderr
+    assert result.returncode == GitHubFailed.exit_code == 17, result.stderr
     assert result.stderr.strip().endswith(f"[{reason}]")
     assert "skipped_fork" not in result.stdout
     [note] = bench.notes()
@@ -271,7 +271,7 @@ def test_force_without_head_sha_reviews_the_current_head(bench: Bench) -> None:
 
 
 def test_a_github_failure_shows_as_a_failed_run_in_li(tmp_path: Path) -> None:
-    """Through the engine: a 401 on the PR's metadata is a failed run (exit 10), not a
+    """Through the engine: a 401 on the PR's metadata is a failed run (exit 17), not a
     succeeded skipped_fork."""
     for loop in make_loop(tmp_path, same_repo_only=True):
         pr = loop.sim.open_pr(REPO, "f", {"a.py": "x = 1\n"})
@@ -279,7 +279,7 @@ def test_a_github_failure_shows_as_a_failed_run_in_li(tmp_path: Path) -> None:
         [run] = loop.engine_pass()
         detail = json.loads(loop.li("schedule", "run", str(run["id"]), "--json"))
         assert detail["status"] == "failed", detail
-        assert detail["exit_code"] == 10, detail
+        assert detail["exit_code"] == 17, detail
         assert "[github_auth]" in detail["stderr_tail"], detail
         failed = json.loads(loop.li("schedule", "runs", "--status", "failed", "--json"))
         assert [r["id"] for r in failed] == [run["id"]]

@@ -593,7 +593,7 @@ def test_a_server_error_is_an_http_error_that_never_shows_the_key(
     endpoint.status = 500
     endpoint.answer = json.dumps({"error": {"message": f"boom for key {API_KEY}"}}).encode()
     with pytest.raises(ReviewerSpawnError) as caught:
-        run_reviewer(openai(endpoint.url), "p", tmp_path, ENVIRON)
+        run_reviewer(openai(endpoint.url, max_attempts=1), "p", tmp_path, ENVIRON)
     assert caught.value.reason == "reviewer_http_error"
     assert "HTTP 500" in caught.value.message
     assert API_KEY not in str(caught.value) and API_KEY[:12] not in str(caught.value)
@@ -624,7 +624,9 @@ def test_an_unreachable_endpoint_is_an_http_error(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with pytest.raises(ReviewerSpawnError) as caught:
-        run_reviewer(openai(f"http://127.0.0.1:{port}/v1"), "p", tmp_path, ENVIRON)
+        run_reviewer(
+            openai(f"http://127.0.0.1:{port}/v1", retry_wait_seconds=0), "p", tmp_path, ENVIRON
+        )
     assert caught.value.reason == "reviewer_http_error"
     assert API_KEY not in str(caught.value)
 
@@ -659,7 +661,7 @@ def test_a_slow_endpoint_times_out(tmp_path: Path) -> None:
 
     with pytest.raises(ReviewerTimedOut) as caught:
         run_reviewer(
-            openai("https://llm.example/v1", timeout_seconds=1),
+            openai("https://llm.example/v1", timeout_seconds=1, retry_wait_seconds=0),
             "p",
             tmp_path,
             ENVIRON,

@@ -90,7 +90,9 @@ def test_interval_floor_and_bad_values() -> None:
     assert choose_interval("5", 10) == 60
     assert choose_interval("60", 10) == 60
     assert choose_interval("90", 5000) == 90
-    for bad in ("fast", "-3", "0", "1.5"):
+    assert choose_interval("90s", 5000) == 90 and choose_interval("5m", 0) == 300
+    assert choose_interval("1h30m", 0) == 5400
+    for bad in ("fast", "-3", "0", "1.5", "0s", "2d"):
         with pytest.raises(ConfigError) as caught:
             choose_interval(bad, 0)
         assert caught.value.reason == "invalid_interval"

@@ -7,20 +7,20 @@ of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
 from __future__ import annotations
 
 import json
-import logging
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+import yaml
 
-from engine.clikit import OneLineErrorsTyper
+from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_logging
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.errors import LiError
 from engine.github import github_client
+from engine.tables import print_table
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
 from wrapper.credentials import harden_process, kdev_environ
@@ -31,6 +31,7 @@ from wrapper.leakscan import known_secrets
 from wrapper.ledger import Ledger, check_sha
 from wrapper.logredact import REDACTOR
 from wrapper.logredact import install as install_log_redaction
+from wrapper.metrics import count_outcome
 from wrapper.outcomes import OutcomeLog, keep_from_env, recorded, secret_values
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
@@ -44,7 +45,6 @@ app = OneLineErrorsTyper(
     name="kdev",
     help="Review wrapper for the li engine: decides whether a PR review runs, and runs it.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 verdict_app = typer.Typer(help="Read verdict files.", no_args_is_help=True)
@@ -70,20 +70,36 @@ def main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    config: Path | None = typer.Option(
+        None, "--config", help="The kdev.yaml to use (default: $KDEV_CONFIG)."
+    ),
+    log_format: LogFormat = typer.Option(
+        LogFormat.TEXT, "--log-format", help="text, or json: one object a line on stderr."
+    ),
+    log_level: LogLevel = typer.Option(
+        LogLevel.INFO, "--log-level", help="debug also logs each HTTP request."
+    ),
 ) -> None:
     """kdev: the review wrapper."""
     harden_process()
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    global _config_path
+    _config_path = str(config) if config is not None else None
+    configure_logging(log_level.value, log_format.value)
     install_log_redaction()
     REDACTOR.add([kdev_environ().get("GITHUB_TOKEN", "")])
 
 
+# ``kdev --config PATH``; None: the KDEV_CONFIG variable (load_config's default).
+_config_path: str | None = None
+
+
+def config_path() -> str | None:
+    """The kdev.yaml path: ``--config`` first, then ``KDEV_CONFIG``."""
+    return _config_path if _config_path is not None else os.environ.get("KDEV_CONFIG")
+
+
 def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
-    config = load_config(os.environ.get("KDEV_CONFIG"))
+    config = load_config(config_path())
     REDACTOR.add(known_secrets(config, kdev_environ()))
     directory = resolve_reviews_dir(config, reviews_dir)
     return config, Ledger(directory)
@@ -124,17 +140,35 @@ def review_pr_cmd(
                 force=force,
                 comment_id=parse_comment_id(comment_id),
             )
-            report = recorded(
-                "review-pr",
-                req,
-                OutcomeLog(ledger, keep_from_env()),
-                lambda: review_pr(req, ctx),
-                ctx.clock,
-                secret_values(config.secret_env, ctx.environ),
-            )
+            report = run_recorded("review-pr", req, ledger, ctx, lambda: review_pr(req, ctx))
         print_report(report, as_json)
 
     guarded(work)
+
+
+def run_recorded(
+    command: str,
+    req: ReviewRequest,
+    ledger: Ledger,
+    ctx: ReviewContext,
+    run: Callable[[], ReviewReport],
+) -> ReviewReport:
+    """One review-pr / describe-pr invocation, its outcome appended to the PR's outcome
+    log and counted in the metrics textfile (``KDEV_METRICS_FILE``), a failure included."""
+    try:
+        report = recorded(
+            command,
+            req,
+            OutcomeLog(ledger, keep_from_env()),
+            run,
+            ctx.clock,
+            secret_values(ctx.config.secret_env, ctx.environ),
+        )
+    except Exception:
+        count_outcome("failed", ctx.environ)
+        raise
+    count_outcome(report.outcome.value, ctx.environ)
+    return report
 
 
 def parse_comment_id(value: str | None) -> int | None:
@@ -193,14 +227,7 @@ def describe_pr_cmd(
                 checkout=(checkout or Path.cwd()).resolve(),
                 comment_id=parse_comment_id(comment_id),
             )
-            report = recorded(
-                "describe-pr",
-                req,
-                OutcomeLog(ledger, keep_from_env()),
-                lambda: describe_pr(req, ctx),
-                ctx.clock,
-                secret_values(config.secret_env, ctx.environ),
-            )
+            report = run_recorded("describe-pr", req, ledger, ctx, lambda: describe_pr(req, ctx))
         print_report(report, as_json)
 
     guarded(work)
@@ -232,17 +259,16 @@ def verdicts_cmd(
         for row in cells:
             row[2] = row[2][:12]
             row[3] = row[3][:12]
-        widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-        typer.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)))
-        for row in cells:
-            typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        print_table(headers, cells, typer.get_text_stream("stdout"))
 
     guarded(work)
 
 
 @app.command("reviewers")
 def reviewers_cmd(
-    repo_root: Path = typer.Option(Path("."), "--repo-root", help="Checkout or worktree root."),
+    repo_root: Path = typer.Option(
+        Path("."), "--checkout", "--repo-root", help="Checkout or worktree root."
+    ),
     pr: int | None = typer.Option(None, "--pr", help="Changed files of this PR (fetched)."),
     base: str | None = typer.Option(
         None, "--base", help="Base branch for --pr (default main), or a base ref for --head."
@@ -285,14 +311,19 @@ def reviewers_cmd(
 
 @verdict_app.command("show")
 def verdict_show(
-    repo: str,
-    pr: int,
+    repo_arg: str | None = typer.Argument(None, metavar="[REPO]", help="Same as --repo."),
+    pr_arg: int | None = typer.Argument(None, metavar="[PR]", help="Same as --pr."),
+    repo_opt: str | None = typer.Option(None, "--repo", help="OWNER/NAME."),
+    pr_opt: int | None = typer.Option(None, "--pr", help="Pull request number."),
     head: str | None = typer.Option(None, "--head", help="The verdict of this head."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir"),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print one verdict file (of --head, else of the newest reviewed head)."""
 
     def work() -> None:
+        repo = _one_of(repo_opt, repo_arg, "--repo")
+        pr = _one_of(pr_opt, pr_arg, "--pr")
         _, ledger = open_ledger(reviews_dir)
         check_repo(repo)
         index = ledger.read_index(repo, pr)
@@ -306,11 +337,37 @@ def verdict_show(
             raise KdevError(f"no verdict for {repo} #{pr}", "verdict_not_found")
         path = ledger.verdict_path(repo, pr, entry.patch_id)
         try:
-            typer.echo(path.read_text(encoding="utf-8"), nl=False)
+            text = path.read_text(encoding="utf-8")
         except OSError:
             raise KdevError(f"verdict file {path} is missing", "verdict_not_found") from None
+        if not as_json:
+            typer.echo(text, nl=False)
+            return
+        heads = sorted(sha for sha, e in index.items() if e is entry)
+        shown = {
+            "repo": repo,
+            "pr": pr,
+            "head_sha": head if head is not None else (heads[0] if heads else None),
+            "patch_id": entry.patch_id,
+            "verdict": entry.verdict,
+            "reviewed_at": entry.reviewed_at.isoformat(),
+            "carried_from": entry.carried_from,
+            "path": str(path),
+            "text": text,
+        }
+        typer.echo(json.dumps(shown))
 
     guarded(work)
+
+
+def _one_of(option: T | None, argument: T | None, flag: str) -> T:
+    """A value given as ``flag`` or positionally (not both, not neither)."""
+    if option is not None and argument is not None and option != argument:
+        raise ConfigError(f"{flag} and the positional value differ", "usage_error")
+    value = option if option is not None else argument
+    if value is None:
+        raise ConfigError(f"{flag} is required", "usage_error")
+    return value
 
 
 @app.command("pr-sweep")
@@ -383,7 +440,9 @@ def sweep_summary(report: SweepReport) -> list[str]:
 def watch_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    interval: str = typer.Option("auto", "--interval", help="auto (by PR size) or seconds."),
+    interval: str = typer.Option(
+        "auto", "--interval", help="auto (by PR size) or a duration, e.g. 90s or 5m."
+    ),
     max_duration: str = typer.Option("2h", "--max-duration", help="e.g. 90m, 2h."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event."),
 ) -> None:
@@ -476,6 +535,7 @@ def resolve_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
     node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Resolve the review thread that starts with comment NODE."""
     from wrapper.threads import resolve
@@ -484,20 +544,30 @@ def resolve_cmd(
         check_repo(repo)
         with github_client(Settings.from_env(kdev_environ())) as client:
             thread = resolve(client, repo, pr, node)
-        typer.echo(f"resolved: thread {thread.id}")
+        if as_json:
+            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": True}
+            typer.echo(json.dumps(shown))
+        else:
+            typer.echo(f"resolved: thread {thread.id}")
 
     guarded(work)
 
 
 @app.command("hide")
-def hide_cmd(node: str = typer.Option(..., "--node", help="Node id of the comment.")) -> None:
+def hide_cmd(
+    node: str = typer.Option(..., "--node", help="Node id of the comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
     """Minimise a comment as OUTDATED."""
     from wrapper.threads import hide
 
     def work() -> None:
         with github_client(Settings.from_env(kdev_environ())) as client:
             reason = hide(client, node)
-        typer.echo(f"hidden: {node} ({reason})")
+        if as_json:
+            typer.echo(json.dumps({"node": node, "hidden": True, "reason": reason}))
+        else:
+            typer.echo(f"hidden: {node} ({reason})")
 
     guarded(work)
 
@@ -522,6 +592,57 @@ def pr_status_cmd(
         else:
             for line in status.lines():
                 typer.echo(line)
+
+    guarded(work)
+
+
+config_app = typer.Typer(help="Check and print the configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("validate")
+def config_validate(
+    repos_config: Path | None = typer.Option(
+        None, "--repos-config", help="Also check this repos config (YAML)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Check kdev.yaml (--config / KDEV_CONFIG) and a repos config: every problem at once,
+    each as FILE:LINE: problem; exit 2 when there is any."""
+    from wrapper.configcheck import check_configs
+
+    def work() -> None:
+        kdev_path = config_path()
+        if not kdev_path and repos_config is None:
+            raise ConfigError(
+                "nothing to check: give --config, KDEV_CONFIG or --repos-config", "usage_error"
+            )
+        problems = check_configs(Path(kdev_path) if kdev_path else None, repos_config)
+        if as_json:
+            shown = {"ok": not problems, "problems": [p.to_json() for p in problems]}
+            typer.echo(json.dumps(shown))
+        else:
+            for problem in problems:
+                typer.echo(str(problem))
+        if problems:
+            raise ConfigError(f"{len(problems)} problem(s) in the configuration", "invalid_config")
+        if not as_json:
+            typer.echo("configuration ok")
+
+    guarded(work)
+
+
+@config_app.command("show")
+def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Print the effective kdev configuration, defaults included (it holds no secrets:
+    only the names of the variables that do)."""
+
+    def work() -> None:
+        data = load_config(config_path()).model_dump(mode="json")
+        if as_json:
+            typer.echo(json.dumps(data))
+        else:
+            typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
 
     guarded(work)
 

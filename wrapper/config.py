@@ -68,6 +68,10 @@ class OpenAIReviewer(_Strict):
     api_key_env: str = "OPENAI_API_KEY"
     timeout_seconds: StrictInt = Field(DEFAULT_REVIEWER_TIMEOUT, ge=1)
     temperature: float = 0.0
+    # 429, 5xx and timeouts are tried again (wrapper.retrying): this many tries in all,
+    # waiting retry_wait_seconds, doubling, with jitter (or the answer's Retry-After).
+    max_attempts: StrictInt = Field(4, ge=1, le=10)
+    retry_wait_seconds: float = Field(1.0, ge=0, le=60)
     # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.roster).
     roster: bool = False
 

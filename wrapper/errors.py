@@ -3,17 +3,18 @@
 Why it is built this way: docs/decisions.md D6.
 
 A *decision* is never an error: every :class:`Outcome` exits 0. Errors are for when
-the wrapper itself broke, each with a distinct exit code (docs/wrapper.md)::
+the wrapper itself broke, each with a distinct exit code (docs/exit-codes.md: one table
+for li and kdev; 3-9 are li's, kdev's own failures are 10-19)::
 
     KdevError                 exit 1   unexpected failure inside kdev
     ├── ConfigError           exit 2   KDEV_CONFIG unreadable/invalid, bad arguments
-    ├── FetchError            exit 3   git fetch of base or refs/pull/N/head failed
-    ├── WorktreeError         exit 4   git worktree add/remove failed
-    ├── ReviewerFailed        exit 5   reviewer exited non-zero or gave no VERDICT line
-    ├── ReviewerTimedOut      exit 6   reviewer passed its deadline (process group killed)
-    ├── ReviewerSpawnError    exit 7   reviewer could not start (missing binary, HTTP error)
-    ├── LedgerError           exit 8   verdict/index/marker could not be written
-    └── GitHubFailed          exit 10  PR metadata unreadable: github_auth (401/403/404),
+    ├── FetchError            exit 10  git fetch of base or refs/pull/N/head failed
+    ├── WorktreeError         exit 11  git worktree add/remove failed
+    ├── ReviewerFailed        exit 12  reviewer exited non-zero or gave no VERDICT line
+    ├── ReviewerTimedOut      exit 13  reviewer passed its deadline (process group killed)
+    ├── ReviewerSpawnError    exit 14  reviewer could not start (missing binary, HTTP error)
+    ├── LedgerError           exit 15  verdict/index/marker could not be written
+    └── GitHubFailed          exit 17  PR metadata unreadable: github_auth (401/403/404),
                                        github_unavailable (5xx, timeout, network, rate
                                        limit), github_malformed (a body kdev cannot parse)
 
@@ -51,28 +52,28 @@ class ConfigError(KdevError):
 
 
 class FetchError(KdevError):
-    exit_code = 3
+    exit_code = 10
 
 
 class WorktreeError(KdevError):
-    exit_code = 4
+    exit_code = 11
 
 
 class ReviewerFailed(KdevError):
-    exit_code = 5
+    exit_code = 12
 
 
 class ReviewerTimedOut(KdevError):
-    exit_code = 6
+    exit_code = 13
 
 
 class ReviewerSpawnError(KdevError):
-    exit_code = 7
+    exit_code = 14
 
 
 class LedgerError(KdevError):
-    exit_code = 8
+    exit_code = 15
 
 
 class GitHubFailed(KdevError):
-    exit_code = 10
+    exit_code = 17

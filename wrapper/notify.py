@@ -10,8 +10,10 @@ others (each failure is also logged at WARNING on ``kdev.notify``). Targets:
 - ``command``: argv (no shell) with the notification JSON on stdin, environment PATH,
   HOME and LANG only, own process group, killed after 30 s; non-zero exit is a failure
 - ``webhook``: a JSON POST of the same object plus ``text`` (subject and body, for chat
-  incoming webhooks); any answer other than 2xx is a failure. Error strings name the
-  host only, since webhook URLs often carry a secret.
+  incoming webhooks); any answer other than 2xx is a failure. HTTP 408/425/429/5xx,
+  timeouts and refused connections are tried again (:data:`WEBHOOK_RETRY_POLICY`,
+  :mod:`wrapper.retrying`, honouring ``Retry-After``). Error strings name the host
+  only, since webhook URLs often carry a secret.
 - ``github-comment``: nothing here; ``kdev review-pr`` posts each review round as one PR
   comment itself, after the verdict is written (:mod:`wrapper.comments`).
 """
@@ -42,10 +44,15 @@ from wrapper.config import (
     WebhookTarget,
 )
 from wrapper.leakscan import SECRET_LEAK, find_leak
+from wrapper.retrying import HttpRetryPolicy, RetryableStatus, call_with_retries, retryable_status
 
 log = logging.getLogger("kdev.notify")
 
 COMMAND_TIMEOUT_SECONDS = 30.0
+# Three tries, waiting about 1 s then 2 s (or what Retry-After asks, up to 10 s).
+WEBHOOK_RETRY_POLICY = HttpRetryPolicy(
+    max_attempts=3, initial_wait_seconds=1.0, max_wait_seconds=10.0
+)
 COMMAND_ENV_NAMES = ("PATH", "HOME", "LANG")
 _STDERR_TAIL_BYTES = 2048
 _REAP_SECONDS = 10.0
@@ -310,7 +317,13 @@ def _post(
     where = (url.host or "(no host)") + (f":{url.port}" if url.port else "")
     try:
         with httpx.Client(transport=transport, timeout=target.timeout_seconds) as client:
-            response = client.post(target.url, json=body)
+            response = call_with_retries(
+                lambda: _post_once(client, target.url, body),
+                what=f"webhook POST to {where}",
+                policy=WEBHOOK_RETRY_POLICY,
+            )
+    except RetryableStatus as exc:
+        return f"POST to {where} answered HTTP {exc.status}"
     except httpx.HTTPError as exc:
         detail = str(exc)
         secret_parts = [target.url, url.path if len(url.path) > 1 else "", url.query.decode()]
@@ -320,3 +333,11 @@ def _post(
     if not response.is_success:
         return f"POST to {where} answered HTTP {response.status_code}"
     return None
+
+
+def _post_once(client: httpx.Client, url: str, body: dict[str, Any]) -> httpx.Response:
+    response = client.post(url, json=body)
+    retry = retryable_status(response, response.content)
+    if retry is not None:
+        raise retry
+    return response

@@ -5,7 +5,7 @@ The workflow (docs/decisions.md D5), one named step each, in this order:
 0. self-loop          --comment-id of a comment kdev posted -> skipped_self_comment
 1. fork backstop      PR metadata only; cross-repo or deleted fork -> skipped_fork
                       (a cross-repo PR passes on an allowlisted --comment-id, re-read here);
-                      unreadable metadata -> GitHubFailed (exit 10) and a FAILURE notice
+                      unreadable metadata -> GitHubFailed (exit 17) and a FAILURE notice
 2. patch-id           fetch base + refs/pull/N/head, and --head-sha by SHA if missing
                       (cannot be had -> skipped_stale_head, nothing recorded); patch-id
                       (--verbatim) of base...head-sha; empty -> skipped

@@ -43,6 +43,7 @@ import httpx
 
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, ReviewerTimedOut
+from wrapper.retrying import HttpRetryPolicy, RetryableStatus, call_with_retries, retryable_status
 from wrapper.sandbox import Sandbox
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
@@ -441,28 +442,23 @@ def _run_openai(
         "messages": [{"role": "user", "content": prompt}],
         "temperature": reviewer.temperature,
     }
-    deadline = time.monotonic() + reviewer.timeout_seconds
     timed_out = ReviewerTimedOut(
         f"reviewer endpoint {url} passed the {reviewer.timeout_seconds} s timeout",
         "reviewer_timed_out",
     )
+    headers = {"Authorization": f"Bearer {key}"}
+    policy = HttpRetryPolicy(
+        max_attempts=reviewer.max_attempts, initial_wait_seconds=reviewer.retry_wait_seconds
+    )
     try:
         with httpx.Client(transport=transport, timeout=reviewer.timeout_seconds) as client:
-            with client.stream(
-                "POST", url, json=request_body, headers={"Authorization": f"Bearer {key}"}
-            ) as response:
-                received = bytearray()
-                for chunk in response.iter_bytes():
-                    received += chunk
-                    if len(received) > HTTP_RESPONSE_LIMIT_BYTES:
-                        raise ReviewerFailed(
-                            f"the reviewer endpoint's answer passed "
-                            f"{HTTP_RESPONSE_LIMIT_BYTES} bytes",
-                            "reviewer_failed",
-                        )
-                    if time.monotonic() > deadline:
-                        raise timed_out
-                status = response.status_code
+            status, received = call_with_retries(
+                lambda: _post_completion(client, url, request_body, headers, reviewer, timed_out),
+                what=f"reviewer request to {httpx.URL(url).host}",
+                policy=policy,
+            )
+    except RetryableStatus as exc:  # the last attempt still answered 429/5xx
+        status, received = exc.status, bytearray(exc.body)
     except httpx.TimeoutException:
         raise timed_out from None
     except httpx.HTTPError as exc:
@@ -486,3 +482,31 @@ def _run_openai(
             "the reviewer endpoint's answer is not JSON", "reviewer_failed"
         ) from None
     return _completion_text(payload)
+
+
+def _post_completion(
+    client: httpx.Client,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    reviewer: OpenAIReviewer,
+    timed_out: ReviewerTimedOut,
+) -> tuple[int, bytearray]:
+    """One attempt: the status and the bounded answer; a 429/5xx raises
+    :class:`~wrapper.retrying.RetryableStatus` so that it is tried again."""
+    deadline = time.monotonic() + reviewer.timeout_seconds
+    with client.stream("POST", url, json=body, headers=headers) as response:
+        received = bytearray()
+        for chunk in response.iter_bytes():
+            received += chunk
+            if len(received) > HTTP_RESPONSE_LIMIT_BYTES:
+                raise ReviewerFailed(
+                    f"the reviewer endpoint's answer passed {HTTP_RESPONSE_LIMIT_BYTES} bytes",
+                    "reviewer_failed",
+                )
+            if time.monotonic() > deadline:
+                raise timed_out
+        retry = retryable_status(response, bytes(received))
+        if retry is not None:
+            raise retry
+        return response.status_code, received

@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from engine.durations import DAY, parse_duration
+from engine.errors import LiError
 from engine.github import GitHubClient, GitHubError
 from wrapper.errors import ConfigError
 
 log = logging.getLogger("kdev.watch")
 
-EXIT_MAX_DURATION = 9  # the watch ran out of time with something unsettled or not
+EXIT_MAX_DURATION = 16  # the watch ran out of time with something unsettled or not
 MIN_INTERVAL = 60
 DEFAULT_MAX_DURATION = 2 * 3600
 TERMINAL_BUCKETS = ("pass", "fail", "cancel", "skipping")
@@ -48,16 +50,22 @@ def auto_interval(changed_lines: int) -> int:
 
 
 def choose_interval(option: str, changed_lines: int) -> int:
-    """``--interval``: ``auto`` (by size) or whole seconds, never under :data:`MIN_INTERVAL`.
-    Anything else is ConfigError ``invalid_interval``."""
+    """``--interval``: ``auto`` (by size) or a duration like every other one (``90s``,
+    ``5m``; bare whole seconds are still read, as before), never under
+    :data:`MIN_INTERVAL`. Anything else is ConfigError ``invalid_interval``."""
     text = option.strip().lower()
     if text == "auto":
         return max(MIN_INTERVAL, auto_interval(changed_lines))
-    if not text.isdigit() or int(text) < 1:
-        raise ConfigError(
-            f"--interval is auto or a number of seconds, got {option!r}", "invalid_interval"
-        )
-    seconds = int(text)
+    if text.isdigit() and int(text) >= 1:
+        seconds = int(text)
+    else:
+        try:
+            seconds = parse_duration(text, what="--interval", maximum=DAY)
+        except LiError:
+            raise ConfigError(
+                f"--interval is auto or a duration like 90s or 5m, got {option!r}",
+                "invalid_interval",
+            ) from None
     if seconds < MIN_INTERVAL:
         log.warning(
             "--interval %ss is under the %ss floor; using %ss", seconds, *[MIN_INTERVAL] * 2
