@@ -80,3 +80,13 @@ def test_the_containerfile_installs_the_wheel_and_runs_the_engine() -> None:
     assert "pip install" in text and ".whl" in text
     assert 'CMD ["li", "--log-format", "json", "engine", "run"' in text
     assert "USER " in text
+
+
+def test_the_engine_unit_leaves_room_for_the_reviewer_sandbox() -> None:
+    """bwrap needs new namespaces and a fresh /proc: options that forbid them (or mask
+    parts of the host's /proc, which makes the kernel refuse the new mount) would push
+    every review into the weaker fallback, or refuse it under ``sandbox: required``."""
+    service = unit("li-engine.service")["Service"]
+    for key in ("RestrictNamespaces", "ProtectKernelTunables", "ProtectKernelLogs",
+                "ProtectControlGroups", "ProcSubset"):  # fmt: skip
+        assert key not in service, key
