@@ -107,13 +107,13 @@ def test_cli_comments_reply_resolve_hide_and_status(sim: GitHubSim, cli_env: Pat
 
     listed = runner.invoke(app, ["comments", *base, "--json"])
     assert listed.exit_code == 0, listed.output
-    assert json.loads(listed.output)["by_priority"]["P1"] == 1
+    assert json.loads(listed.stdout)["by_priority"]["P1"] == 1
 
     replied = runner.invoke(app, ["reply", *base, "--comment-id", str(root.id), "Fixed."])
     assert replied.exit_code == 0, replied.output
-    assert replied.output.startswith("replied: inline")
+    assert replied.stdout.startswith("replied: inline")
     resolved = runner.invoke(app, ["resolve", *base, "--node", node])
-    assert resolved.exit_code == 0 and resolved.output.startswith("resolved: thread")
+    assert resolved.exit_code == 0 and resolved.stdout.startswith("resolved: thread")
     hidden = runner.invoke(app, ["hide", "--node", node])
     assert hidden.exit_code == 0 and "outdated" in hidden.output
     assert sim.thread_resolved(REPO, root.id) and sim.minimized(REPO, root.id) == "OUTDATED"
@@ -127,7 +127,7 @@ def test_cli_comments_reply_resolve_hide_and_status(sim: GitHubSim, cli_env: Pat
 
     status = runner.invoke(app, ["pr-status", *base, "--json"])
     assert status.exit_code == 0, status.output
-    assert json.loads(status.output)["open_threads"] == 0
+    assert json.loads(status.stdout)["open_threads"] == 0
 
     bad = runner.invoke(app, ["watch", *base, "--interval", "soon"])
     assert bad.exit_code == 2 and "[invalid_interval]" in bad.output
