@@ -6,7 +6,8 @@ ghsim with a few pull requests that keep getting pushes, N real ``li engine run`
 processes on one PostgreSQL database and the recorder action of tests/enginekit.py.
 Two phases of equal length run in the same process: a calm one (no kills: the
 baseline) and a chaos one (a random engine is killed with SIGKILL every K seconds and
-replaced). Each phase ends with quiescence, then prints the delivery audit: events,
+replaced; an engine running an action at that moment is chosen when there is one).
+Each phase ends with quiescence, then prints the delivery audit: events,
 runs, re-fired attempts, lost events, events completed twice and duplicate action
 completions, and the ratios chaos / calm. It prints numbers and asserts nothing.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import random
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -30,9 +32,28 @@ from tests.pgcluster import PostgresCluster
 PRS = 8
 
 
-def _phase(rig: Rig, name: str, seconds: float, engines: int, kill_every: float | None) -> Audit:
+def _victim(rig: Rig, name: str, procs: list[subprocess.Popen[str]], chance: random.Random) -> int:
+    """An engine running an action right now when there is one (a kill mid-run is the
+    case that matters), else any engine."""
+    busy = {
+        r.engine_id.split("-")[-2]
+        for r in rig.runs(name)
+        if r.status == "running" and r.pid is not None and r.engine_id
+    }
+    running = [i for i, proc in enumerate(procs) if str(proc.pid) in busy]
+    return chance.choice(running) if running else chance.randrange(len(procs))
+
+
+def _phase(
+    rig: Rig,
+    name: str,
+    seconds: float,
+    engines: int,
+    kill_every: float | None,
+    action_seconds: float,
+) -> Audit:
     chance = random.Random(7)
-    rig.add_watch(name, sleep=0.5, max_fires_per_poll=5)
+    rig.add_watch(name, sleep=action_seconds, max_fires_per_poll=5)
     prs = [rig.sim.open_pr(REPO, f"{name}-{i}", {f"{name}{i}.py": "0\n"}) for i in range(PRS)]
     procs = [rig.start_engine() for _ in range(engines)]
     started = time.monotonic()
@@ -45,7 +66,7 @@ def _phase(rig: Rig, name: str, seconds: float, engines: int, kill_every: float 
         if chance.random() < 0.3:
             rig.trigger(name)
         if kill_every is not None and time.monotonic() >= next_kill:
-            victim = chance.randrange(len(procs))
+            victim = _victim(rig, name, procs, chance)
             procs[victim].send_signal(signal.SIGKILL)
             procs[victim].communicate(timeout=30)
             procs[victim] = rig.start_engine()
@@ -76,6 +97,7 @@ def main() -> None:
     parser.add_argument("--engines", type=int, default=3)
     parser.add_argument("--kill-every", type=float, default=20.0, help="seconds")
     parser.add_argument("--database-url", default=None, help="a PostgreSQL server URL")
+    parser.add_argument("--action-seconds", type=float, default=2.0, help="recorder sleep")
     options = parser.parse_args()
     cluster = None
     url = options.database_url
@@ -93,8 +115,17 @@ def main() -> None:
                 calm_rig = Rig(sim, engine, url, Path(tmp) / "calm")
                 chaos_rig = Rig(sim, engine, url, Path(tmp) / "chaos")
                 try:
-                    calm = _phase(calm_rig, "calm", seconds, options.engines, None)
-                    chaos = _phase(chaos_rig, "chaos", seconds, options.engines, options.kill_every)
+                    calm = _phase(
+                        calm_rig, "calm", seconds, options.engines, None, options.action_seconds
+                    )
+                    chaos = _phase(
+                        chaos_rig,
+                        "chaos",
+                        seconds,
+                        options.engines,
+                        options.kill_every,
+                        options.action_seconds,
+                    )
                 finally:
                     calm_rig.stop_all()
                     chaos_rig.stop_all()
