@@ -75,7 +75,7 @@ PULLS_PATH = re.compile(r"^/repos/[^/]+/[^/]+/pulls$")
 SIM_START_TIMEOUT_SECONDS = 60.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 TARGET_REQUESTS_PER_HOUR = 60.0  # one conditional request a poll, one poll a minute
-THREADS = Settings.max_concurrent_actions + 2  # the pool Engine.run_once polls on
+THREADS = Settings().max_concurrent_actions + 2  # the pool Engine.run_once polls on
 
 
 # == plumbing =============================================================================
