@@ -198,9 +198,10 @@ def report(backend: str, base: DaemonRun, loaded: DaemonRun) -> list[str]:
     def row(label: str, first: str, second: str, rate: str = "") -> str:
         return f"  {label:<28}{first:>12}{second:>16}{rate:>10}".rstrip()
 
+    defaults = Settings()
     timing = (
-        f"{loaded.idle_wall:.1f} s idle window, sync every {Settings.sync_interval_seconds:g} s,"
-        f" heartbeat every {Settings.heartbeat_interval_seconds:g} s"
+        f"{loaded.idle_wall:.1f} s idle window, sync every {defaults.sync_interval_seconds:g} s,"
+        f" heartbeat every {defaults.heartbeat_interval_seconds:g} s"
     )
     return [
         f"daemon start-up and idle CPU ({backend}; {timing})",

@@ -36,7 +36,6 @@ costs no CPU, so the CPU figures are unchanged by this.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -76,7 +75,7 @@ PULLS_PATH = re.compile(r"^/repos/[^/]+/[^/]+/pulls$")
 SIM_START_TIMEOUT_SECONDS = 60.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 TARGET_REQUESTS_PER_HOUR = 60.0  # one conditional request a poll, one poll a minute
-THREADS = Settings.max_concurrent_actions + 2  # the pool Engine.run_once polls on
+THREADS = Settings().max_concurrent_actions + 2  # the pool Engine.run_once polls on
 
 
 # == plumbing =============================================================================
@@ -301,7 +300,7 @@ def _engine_passes(
 
 def _baseline(settings: Settings, sim: SimProcess, repos: list[str], rounds: int) -> PassSet:
     transport = CountingTransport()
-    token_settings = dataclasses.replace(settings, github_token=BASELINE_TOKEN)
+    token_settings = settings.model_copy(update={"github_token": BASELINE_TOKEN})
     with _client(token_settings, transport, MemoryEtagCache()) as client:
         client.list_pulls(repos[0], conditional=False)  # connection and imports warm
         mark = len(transport.seen)
@@ -334,10 +333,8 @@ def measure(
     setup_sim = time.perf_counter() - started
     try:
         with scratch_database(scratch, server_url, "poll") as url:
-            settings = dataclasses.replace(
-                bench_settings(url, frozenset({COMMAND})),
-                github_api_url=sim.url,
-                github_token=ENGINE_TOKEN,
+            settings = bench_settings(url, frozenset({COMMAND})).model_copy(
+                update={"github_api_url": sim.url, "github_token": ENGINE_TOKEN}
             )
             # The pull requests were opened just now (simulator time is real time);
             # the schedules are added a minute later, so their seeded cursors are past

@@ -6,7 +6,6 @@ with the code of its class (docs/cli.md); no user error ever prints a traceback.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import re
@@ -792,7 +791,7 @@ def engine_run(
         config = settings()
         if drain_timeout is not None:
             grace = parse_duration(drain_timeout, what="--drain-timeout", maximum=MAX_DRAIN_SECONDS)
-            config = dataclasses.replace(config, shutdown_grace_seconds=float(grace))
+            config = config.model_copy(update={"shutdown_grace_seconds": float(grace)})
         store = open_store(config, migrate=dbmod.is_sqlite(config.database_url))
         engine = Engine(config, store)
         engine.start()

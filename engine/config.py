@@ -1,7 +1,10 @@
 """Settings: the only module that reads ``os.environ``.
 
 Everything else receives a :class:`Settings` (or a field of it), so tests pass their own
-values instead of patching the environment.
+values instead of patching the environment. The model is a pydantic-settings
+``BaseSettings``; :meth:`Settings.from_env` reads its variables through pydantic-settings'
+``EnvSettingsSource`` over an explicit mapping (``os.environ`` when none is given), and
+keyword construction reads no environment at all.
 """
 
 from __future__ import annotations
@@ -9,15 +12,35 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
 
 import platformdirs
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from engine.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 EXECUTABLE_NAME = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]*$")
+DEFAULT_GITHUB_API_URL = "https://api.github.com"
+
+# What each variable must hold, for the one-line error of a malformed value.
+_EXPECTED = {
+    "LI_MAX_CONCURRENT_ACTIONS": "a positive integer",
+    "LI_GITHUB_RATE": "a positive integer",
+    "LI_KILL_GRACE": "a non-negative number of seconds",
+    "LI_SHUTDOWN_GRACE": "a non-negative number of seconds",
+    "LI_SYNC_INTERVAL": "a non-negative number of seconds",
+    "LI_GITHUB_TIMEOUT": "a non-negative number of seconds",
+}
 
 
 def default_database_url() -> str:
@@ -26,95 +49,134 @@ def default_database_url() -> str:
     return f"sqlite:///{data_dir / 'li.db'}"
 
 
-def _parse_allowlist(raw: str) -> frozenset[str]:
-    names = [item.strip() for item in raw.split(",")]
-    return frozenset(name for name in names if name)
+def _env(*names: str) -> AliasChoices:
+    """The variable name(s) a field is read from (first present, non-empty one wins)."""
+    return AliasChoices(*names)
 
 
-def _parse_names(raw: str, variable: str) -> tuple[str, ...]:
-    names = tuple(item.strip() for item in raw.split(",") if item.strip())
-    for name in names:
-        if not _NAME.match(name):
-            raise ConfigError(
-                f"{variable}: {name!r} is not an environment variable name", "invalid_setting"
-            )
-    return names
+def _comma_list(raw: object) -> object:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``; non-strings (keyword construction) pass."""
+    if isinstance(raw, str):
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw
 
 
-def _parse_positive_int(raw: str, variable: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(
-            f"{variable} must be a positive integer, got {raw!r}", "invalid_setting"
-        ) from None
-    if value < 1:
-        raise ConfigError(f"{variable} must be a positive integer, got {raw!r}", "invalid_setting")
-    return value
+class _MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source over an explicit mapping, not ``os.environ``."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # An empty variable counts as unset, as it always did (GITHUB_TOKEN= falls to GH_TOKEN).
+        return {name: value for name, value in self._environ.items() if value != ""}
 
 
-def _parse_seconds(raw: str, variable: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(
-            f"{variable} must be a number of seconds, got {raw!r}", "invalid_setting"
-        ) from None
-    if value < 0:
-        raise ConfigError(f"{variable} must not be negative, got {raw!r}", "invalid_setting")
-    return value
-
-
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
     """Engine settings. Precedence: explicit argument > environment > default."""
 
-    database_url: str = field(default_factory=default_database_url)
+    model_config = SettingsConfigDict(
+        frozen=True,
+        case_sensitive=True,
+        populate_by_name=True,
+        allow_inf_nan=False,
+        extra="forbid",
+    )
+
+    database_url: str = Field(
+        default_factory=default_database_url, validation_alias=_env("LI_DATABASE_URL")
+    )
     database_url_is_default: bool = True
-    command_allowlist: frozenset[str] = frozenset()
-    env_passthrough: tuple[str, ...] = ()
-    max_concurrent_actions: int = 4
-    kill_grace_seconds: float = 5.0
-    shutdown_grace_seconds: float = 30.0
-    sync_interval_seconds: float = 2.0
+    command_allowlist: Annotated[frozenset[str], NoDecode] = Field(
+        frozenset(), validation_alias=_env("LI_COMMAND_ALLOWLIST")
+    )
+    env_passthrough: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), validation_alias=_env("LI_ENV_PASSTHROUGH")
+    )
+    max_concurrent_actions: int = Field(4, ge=1, validation_alias=_env("LI_MAX_CONCURRENT_ACTIONS"))
+    kill_grace_seconds: float = Field(5.0, ge=0, validation_alias=_env("LI_KILL_GRACE"))
+    shutdown_grace_seconds: float = Field(30.0, ge=0, validation_alias=_env("LI_SHUTDOWN_GRACE"))
+    sync_interval_seconds: float = Field(2.0, ge=0, validation_alias=_env("LI_SYNC_INTERVAL"))
     heartbeat_interval_seconds: float = 5.0
-    github_api_url: str = "https://api.github.com"
-    github_token: str | None = field(default=None, repr=False)
-    github_timeout_seconds: float = 30.0
-    github_requests_per_minute: float = 600.0
+    github_api_url: str = Field(DEFAULT_GITHUB_API_URL, validation_alias=_env("GITHUB_API_URL"))
+    github_token: str | None = Field(
+        None, repr=False, validation_alias=_env("GITHUB_TOKEN", "GH_TOKEN")
+    )
+    github_timeout_seconds: float = Field(30.0, ge=0, validation_alias=_env("LI_GITHUB_TIMEOUT"))
+    github_requests_per_minute: int = Field(600, ge=1, validation_alias=_env("LI_GITHUB_RATE"))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments only: the environment is read by :meth:`from_env` alone."""
+        return (init_settings,)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read ``LI_*`` and ``GITHUB_*`` variables; malformed values raise ConfigError."""
         env = os.environ if environ is None else environ
-        url = env.get("LI_DATABASE_URL", "").strip()
-        token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or None
-        return cls(
-            database_url=url or default_database_url(),
-            database_url_is_default=not url,
-            command_allowlist=_parse_allowlist(env.get("LI_COMMAND_ALLOWLIST", "")),
-            env_passthrough=_parse_names(env.get("LI_ENV_PASSTHROUGH", ""), "LI_ENV_PASSTHROUGH"),
-            max_concurrent_actions=_parse_positive_int(
-                env.get("LI_MAX_CONCURRENT_ACTIONS", "4"), "LI_MAX_CONCURRENT_ACTIONS"
-            ),
-            kill_grace_seconds=_parse_seconds(env.get("LI_KILL_GRACE", "5"), "LI_KILL_GRACE"),
-            shutdown_grace_seconds=_parse_seconds(
-                env.get("LI_SHUTDOWN_GRACE", "30"), "LI_SHUTDOWN_GRACE"
-            ),
-            sync_interval_seconds=_parse_seconds(
-                env.get("LI_SYNC_INTERVAL", "2"), "LI_SYNC_INTERVAL"
-            )
-            or 2.0,
-            github_api_url=(env.get("GITHUB_API_URL") or "https://api.github.com").rstrip("/"),
-            github_token=token,
-            github_timeout_seconds=_parse_seconds(
-                env.get("LI_GITHUB_TIMEOUT", "30"), "LI_GITHUB_TIMEOUT"
-            )
-            or 30.0,
-            github_requests_per_minute=float(
-                _parse_positive_int(env.get("LI_GITHUB_RATE", "600"), "LI_GITHUB_RATE")
-            ),
-        )
+        try:
+            return cls(**_MappingEnvSource(cls, env)())
+        except SettingsError as exc:
+            raise ConfigError(f"malformed setting: {exc}", "invalid_setting") from None
+        except ValidationError as exc:
+            raise _config_error(exc, env) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _database_default(cls, data: Any) -> Any:
+        """A blank URL means the default; a given one is not the default unless told."""
+        if not isinstance(data, dict):
+            return data
+        keys = [key for key in ("database_url", "LI_DATABASE_URL") if key in data]
+        url = data[keys[0]] if keys else None
+        if isinstance(url, str) and not url.strip():
+            data = {key: value for key, value in data.items() if key not in keys}
+            url = None
+        if url is not None:
+            data.setdefault("database_url_is_default", False)
+        return data
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _strip_url(cls, value: str) -> str:
+        return value.strip()
+
+    @field_validator("command_allowlist", mode="before")
+    @classmethod
+    def _split_allowlist(cls, value: object) -> object:
+        return _comma_list(value)
+
+    @field_validator("env_passthrough", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        names = _comma_list(value)
+        for name in names if isinstance(names, (list, tuple)) else ():
+            if not _NAME.match(str(name)):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return names
+
+    @field_validator("sync_interval_seconds", mode="after")
+    @classmethod
+    def _sync_zero_is_default(cls, value: float) -> float:
+        return value or 2.0
+
+    @field_validator("github_timeout_seconds", mode="after")
+    @classmethod
+    def _timeout_zero_is_default(cls, value: float) -> float:
+        return value or 30.0
+
+    @field_validator("github_api_url", mode="after")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        return value.rstrip("/")
 
     def read_environment(
         self, names: tuple[str, ...] | list[str], environ: Mapping[str, str] | None = None
@@ -132,3 +194,17 @@ class Settings:
                 base[name] = env[name]
         base.setdefault("LANG", "C.UTF-8")
         return base
+
+
+def _config_error(exc: ValidationError, environ: Mapping[str, str]) -> ConfigError:
+    """pydantic's ValidationError as one line naming the variable, ``invalid_setting``."""
+    first = exc.errors(include_url=False)[0]
+    variable = str(first["loc"][0]) if first["loc"] else "settings"
+    raw = environ.get(variable, first.get("input"))
+    if first["type"] == "value_error":
+        reason = str(first.get("ctx", {}).get("error", first["msg"]))
+        return ConfigError(f"{variable}: {reason}", "invalid_setting")
+    expected = _EXPECTED.get(variable)
+    if expected is None:
+        return ConfigError(f"{variable}: {first['msg']}, got {raw!r}", "invalid_setting")
+    return ConfigError(f"{variable} must be {expected}, got {raw!r}", "invalid_setting")
