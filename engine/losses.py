@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from engine.models import RunStatus, Schedule, ScheduleRun, TriggerType
@@ -57,13 +58,16 @@ def coalesced_slots(row: Schedule, scheduled_for: datetime | None, now: datetime
     return 0
 
 
+def window_query(schedule_name: str, since: datetime) -> Select[tuple[str, str | None, Any]]:
+    """The window's runs of one schedule; served by ``ix_schedule_runs_name_started``."""
+    return select(ScheduleRun.status, ScheduleRun.reason, ScheduleRun.trigger_context).where(
+        ScheduleRun.schedule_name == schedule_name, ScheduleRun.started_at >= since
+    )
+
+
 def window_losses(session: Session, schedule_name: str, since: datetime) -> LossCounts:
     """Count the schedule's runs started at or after ``since`` (operator notes excluded)."""
-    rows = session.execute(
-        select(ScheduleRun.status, ScheduleRun.reason, ScheduleRun.trigger_context).where(
-            ScheduleRun.schedule_name == schedule_name, ScheduleRun.started_at >= since
-        )
-    )
+    rows = session.execute(window_query(schedule_name, since))
     failed = cancelled = refused = coalesced = total = 0
     for status, reason, context in rows:
         if reason == "cursor_set":
