@@ -10,7 +10,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 import yaml
@@ -36,8 +36,10 @@ from wrapper.outcomes import OutcomeLog, keep_from_env, recorded, secret_values
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
-from wrapper.sweep import SweepContext, SweepReport, run_sweep
 from wrapper.sweepconfig import load_sweep_config
+
+if TYPE_CHECKING:
+    from wrapper.sweep import SweepReport
 
 T = TypeVar("T")
 
@@ -383,6 +385,11 @@ def pr_sweep_cmd(
     """Update clean branches, send the approval digest, report the poller's health."""
 
     def work() -> None:
+        # Imported here: the sweep reads health from the engine's database, and the
+        # other commands (review-pr's carry-forward above all) must not pay for importing
+        # SQLAlchemy (issue 19, docs/decisions.md).
+        from wrapper.sweep import SweepContext, run_sweep
+
         config, ledger = open_ledger(reviews_dir)
         sweep_config = load_sweep_config(repos_config)
         settings = Settings.from_env(kdev_environ())
