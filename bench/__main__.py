@@ -10,7 +10,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import daemon_idle, decisions, fire_overhead, health, legs, poll, sandbox
+from bench import (
+    daemon_idle,
+    decisions,
+    fastpath,
+    fire_overhead,
+    health,
+    legs,
+    poll,
+    sandbox,
+)
 
 FULL: dict[str, Any] = {
     "fires": 200,
@@ -21,6 +30,7 @@ FULL: dict[str, Any] = {
     "prs": 50,
     "sandbox_runs": 50,
     "decision_trials": 7,
+    "fastpath_runs": 15,
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
 }
@@ -33,10 +43,20 @@ QUICK: dict[str, Any] = {
     "prs": 12,
     "sandbox_runs": 15,
     "decision_trials": 3,
+    "fastpath_runs": 5,
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
 }
-BENCHMARKS = ("fire_overhead", "daemon_idle", "poll", "legs", "sandbox", "decisions", "health")
+BENCHMARKS = (
+    "fire_overhead",
+    "daemon_idle",
+    "poll",
+    "legs",
+    "sandbox",
+    "decisions",
+    "health",
+    "fastpath",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -122,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             _emit([*decisions.report(cost), ""])
         if "health" in chosen:
             _emit(_health(sizes, workdir, options.database_url))
+        if "fastpath" in chosen:
+            _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

@@ -24,7 +24,6 @@ from engine.tables import print_table
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
 from wrapper.credentials import harden_process, kdev_environ
-from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
 from wrapper.leakscan import known_secrets
@@ -200,6 +199,13 @@ def print_report(report: ReviewReport, as_json: bool) -> None:
     )
 
 
+def _describe(req: Any, ctx: Any) -> Any:
+    """``wrapper.describe.describe_pr``, imported only by describe-pr (issue 19)."""
+    from wrapper.describe import describe_pr
+
+    return describe_pr(req, ctx)
+
+
 @app.command("describe-pr")
 def describe_pr_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
@@ -229,7 +235,7 @@ def describe_pr_cmd(
                 checkout=(checkout or Path.cwd()).resolve(),
                 comment_id=parse_comment_id(comment_id),
             )
-            report = run_recorded("describe-pr", req, ledger, ctx, lambda: describe_pr(req, ctx))
+            report = run_recorded("describe-pr", req, ledger, ctx, lambda: _describe(req, ctx))
         print_report(report, as_json)
 
     guarded(work)
