@@ -16,6 +16,7 @@ from bench import (
     fastpath,
     fire_overhead,
     health,
+    ledger_window,
     legs,
     poll,
     sandbox,
@@ -31,6 +32,7 @@ FULL: dict[str, Any] = {
     "sandbox_runs": 50,
     "decision_trials": 7,
     "fastpath_runs": 15,
+    "ledger_legs": (1_000, 100_000),
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
 }
@@ -44,6 +46,7 @@ QUICK: dict[str, Any] = {
     "sandbox_runs": 15,
     "decision_trials": 3,
     "fastpath_runs": 5,
+    "ledger_legs": (1_000, 20_000),
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
 }
@@ -56,6 +59,7 @@ BENCHMARKS = (
     "decisions",
     "health",
     "fastpath",
+    "ledger",
 )
 
 
@@ -142,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
             _emit([*decisions.report(cost), ""])
         if "health" in chosen:
             _emit(_health(sizes, workdir, options.database_url))
+        if "ledger" in chosen:
+            measured = [ledger_window.measure_size(n, workdir) for n in sizes["ledger_legs"]]
+            _emit([*ledger_window.report(measured), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
