@@ -8,10 +8,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from bench import daemon_idle, decisions, fire_overhead, legs, poll, sandbox
+from bench import (
+    daemon_idle,
+    decisions,
+    fastpath,
+    fire_overhead,
+    health,
+    ledger_window,
+    legs,
+    poll,
+    sandbox,
+)
 
-FULL = {
+FULL: dict[str, Any] = {
     "fires": 200,
     "schedules": 10_000,
     "idle_seconds": 10.0,
@@ -20,8 +31,12 @@ FULL = {
     "prs": 50,
     "sandbox_runs": 50,
     "decision_trials": 7,
+    "fastpath_runs": 15,
+    "ledger_legs": (1_000, 100_000),
+    "health_small": (100, 100_000),
+    "health_large": (500, 1_000_000),
 }
-QUICK = {
+QUICK: dict[str, Any] = {
     "fires": 50,
     "schedules": 2_000,
     "idle_seconds": 3.0,
@@ -30,8 +45,22 @@ QUICK = {
     "prs": 12,
     "sandbox_runs": 15,
     "decision_trials": 3,
+    "fastpath_runs": 5,
+    "ledger_legs": (1_000, 20_000),
+    "health_small": (100, 20_000),
+    "health_large": (200, 100_000),
 }
-BENCHMARKS = ("fire_overhead", "daemon_idle", "poll", "legs", "sandbox", "decisions")
+BENCHMARKS = (
+    "fire_overhead",
+    "daemon_idle",
+    "poll",
+    "legs",
+    "sandbox",
+    "decisions",
+    "health",
+    "fastpath",
+    "ledger",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,6 +95,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def _emit(lines: list[str]) -> None:
     print("\n".join(lines), flush=True)
+
+
+def _health(sizes: dict[str, Any], workdir: Path, url: str | None) -> list[str]:
+    measured = []
+    backend = "sqlite"
+    for key, before in (("health_small", True), ("health_large", False)):
+        schedules, runs = sizes[key]
+        backend, size = health.measure_size(schedules, runs, workdir, url, before=before)
+        measured.append(size)
+    return [*health.report(backend, measured), ""]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,6 +144,13 @@ def main(argv: list[str] | None = None) -> int:
                 100, int(sizes["decision_trials"]), 5, workdir, options.database_url
             )
             _emit([*decisions.report(cost), ""])
+        if "health" in chosen:
+            _emit(_health(sizes, workdir, options.database_url))
+        if "ledger" in chosen:
+            measured = [ledger_window.measure_size(n, workdir) for n in sizes["ledger_legs"]]
+            _emit([*ledger_window.report(measured), ""])
+        if "fastpath" in chosen:
+            _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

@@ -28,12 +28,13 @@ from pathlib import Path
 from bench.common import SettableClock, backend_name, scratch_database
 from engine import db as dbmod
 from engine.config import Settings
-from engine.github import GitHubClient, RequestPacer, SqlEtagCache
+from engine.github import GitHubClient, RequestPacer
 from engine.models import TriggerType
 from engine.pollconfig import validate_poll_config
 from engine.polling import poll_once
 from engine.pollstore import PollStore
 from engine.spec import ScheduleSpec
+from engine.sqletag import SqlEtagCache
 from engine.store import Store
 from ghsim import GitHubSim
 

@@ -56,10 +56,11 @@ from bench.common import SettableClock, backend_name, bench_settings, ratio, scr
 from engine import db as dbmod
 from engine.config import Settings
 from engine.daemon import Engine
-from engine.github import GitHubClient, MemoryEtagCache, RequestPacer, SqlEtagCache
+from engine.github import GitHubClient, MemoryEtagCache, RequestPacer
 from engine.models import PollState, ScheduleRun, TriggerType
 from engine.pollconfig import validate_poll_config
 from engine.spec import ScheduleSpec, check_spec
+from engine.sqletag import SqlEtagCache
 from engine.store import Store
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -32,7 +32,7 @@ from engine.daemon import Engine
 from engine.decisions import list_pr_runs
 from engine.durations import MAX_DRAIN_SECONDS, format_duration, parse_duration
 from engine.errors import Conflict, InvalidInput, LiError, NotFound
-from engine.github import SqlEtagCache, github_client
+from engine.github import github_client
 from engine.health import health_exit_code
 from engine.metrics import serve as serve_metrics
 from engine.models import (
@@ -55,6 +55,7 @@ from engine.scheduleset import (
     plan_has_errors,
 )
 from engine.spec import DEFAULT_TIMEOUT_SECONDS, ScheduleSpec, check_retry_attempts, check_spec
+from engine.sqletag import SqlEtagCache
 from engine.status import schedule_health
 from engine.store import Store, spec_of
 from engine.tables import print_table

@@ -45,7 +45,7 @@ from engine import db as dbmod
 from engine.actions import execute_claim, fire_schedule
 from engine.config import Settings
 from engine.errors import LiError
-from engine.github import GitHubClient, SqlEtagCache, github_client
+from engine.github import GitHubClient, github_client
 from engine.metrics import record_poll
 from engine.models import RunStatus, ScheduleRun, TriggerType
 from engine.polling import PassReport, poll_once
@@ -53,6 +53,7 @@ from engine.pollstore import PollStore
 from engine.presence import EngineLock
 from engine.retrying import Backoff
 from engine.runbook import RunBook
+from engine.sqletag import SqlEtagCache
 from engine.store import Claim, FinishedRun, Store
 
 log = logging.getLogger(__name__)

@@ -43,19 +43,29 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 import httpx
-from sqlalchemy import Engine, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
 
 from engine import __version__
 from engine.config import Settings
-from engine.db import translate_db_error
 from engine.errors import ConfigError, InvalidInput, LiError
 from engine.metrics import record_rate
-from engine.models import HttpCacheEntry, utcnow
 
 logger = logging.getLogger("engine.github")
+
+
+def utcnow() -> datetime:
+    """The current time, aware, in UTC (as engine.models.utcnow, without importing the
+    ORM: kdev's fast paths import this module but never SQLAlchemy; issue 19)."""
+    return datetime.now(UTC)
+
+
+def __getattr__(name: str) -> Any:
+    """``engine.github.SqlEtagCache`` still resolves; it lives in engine.sqletag so that
+    importing the HTTP client does not import SQLAlchemy (issue 19)."""
+    if name == "SqlEtagCache":
+        from engine.sqletag import SqlEtagCache
+
+        return SqlEtagCache
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _log_response(response: httpx.Response) -> None:
@@ -329,68 +339,6 @@ class MemoryEtagCache:
             for key in gone:
                 del self._entries[key]
             return len(gone)
-
-
-class SqlEtagCache:
-    """An :class:`EtagCache` in the ``http_cache`` table, so ETags outlive the process."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def get(self, key: str) -> CachedResponse | None:
-        try:
-            with Session(self.engine) as session:
-                row = session.get(HttpCacheEntry, key)
-                if row is None:
-                    return None
-                return CachedResponse(row.etag, row.body, row.link_next, row.fetched_at, row.status)
-        except SQLAlchemyError as exc:
-            raise translate_db_error(exc, self.engine) from None
-
-    def put(self, key: str, entry: CachedResponse) -> None:
-        values = {
-            "key": key,
-            "etag": entry.etag,
-            "body": entry.body,
-            "link_next": entry.link_next,
-            "fetched_at": entry.fetched_at,
-            "status": entry.status,
-        }
-        try:
-            # An upsert, so two processes refreshing one key never trip over each other.
-            if self.engine.dialect.name in ("postgresql", "sqlite"):
-                dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-                insert = dialect.insert(HttpCacheEntry).values(**values)
-                statement = insert.on_conflict_do_update(
-                    index_elements=[HttpCacheEntry.key],
-                    set_={name: insert.excluded[name] for name in values if name != "key"},
-                )
-                with self.engine.begin() as connection:
-                    connection.execute(statement)
-            else:
-                with Session(self.engine) as session, session.begin():
-                    session.merge(HttpCacheEntry(**values))
-        except SQLAlchemyError as exc:
-            raise translate_db_error(exc, self.engine) from None
-
-    def drop(self, prefix: str) -> int:
-        statement = delete(HttpCacheEntry).where(
-            HttpCacheEntry.key.startswith(prefix, autoescape=True)
-        )
-        try:
-            with self.engine.begin() as connection:
-                return connection.execute(statement).rowcount
-        except SQLAlchemyError as exc:
-            raise translate_db_error(exc, self.engine) from None
-
-    def keys(self) -> list[str]:
-        """Every cached key (for operators and tests)."""
-        statement = select(HttpCacheEntry.key).order_by(HttpCacheEntry.key)
-        try:
-            with Session(self.engine) as session:
-                return list(session.scalars(statement))
-        except SQLAlchemyError as exc:
-            raise translate_db_error(exc, self.engine) from None
 
 
 # == pacing ==============================================================================

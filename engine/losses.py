@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, String, bindparam, cast, func, select
 from sqlalchemy.orm import Session
 
 from engine.models import RunStatus, Schedule, ScheduleRun, TriggerType
@@ -57,25 +58,68 @@ def coalesced_slots(row: Schedule, scheduled_for: datetime | None, now: datetime
     return 0
 
 
+# Built once with bind parameters, so that health over many schedules does not pay
+# SQLAlchemy's statement construction and cache-key cost per schedule (issue 19).
+_BY_NAME = ScheduleRun.schedule_name == bindparam("name")
+_IN_WINDOW = ScheduleRun.started_at >= bindparam("since")
+_WINDOW = (
+    select(ScheduleRun.status, ScheduleRun.reason, func.count())
+    .where(_BY_NAME, _IN_WINDOW)
+    .group_by(ScheduleRun.status, ScheduleRun.reason)
+)
+# A textual pre-filter (portable across SQLite and PostgreSQL), checked exactly in Python.
+_COALESCED = select(ScheduleRun.reason, ScheduleRun.trigger_context).where(
+    _BY_NAME, _IN_WINDOW, cast(ScheduleRun.trigger_context, String).like('%"coalesced"%')
+)
+_NEWEST = (
+    select(ScheduleRun.status, ScheduleRun.reason)
+    .where(_BY_NAME)
+    .order_by(ScheduleRun.id.desc())
+    .limit(5)
+)
+
+
+def window_query(schedule_name: str, since: datetime) -> Select[tuple[str, str | None, int]]:
+    """The window's runs of one schedule counted by (status, reason); served by
+    ``ix_schedule_runs_name_started`` (migration 0008)."""
+    return _WINDOW.params(name=schedule_name, since=since)
+
+
+def coalesced_query(schedule_name: str, since: datetime) -> Select[tuple[str | None, Any]]:
+    """The window's runs whose context may name coalesced slots (same index)."""
+    return _COALESCED.params(name=schedule_name, since=since)
+
+
+def newest_query(schedule_name: str) -> Select[tuple[str, str | None]]:
+    """The schedule's 5 newest runs; served by ``ix_schedule_runs_name_id``."""
+    return _NEWEST.params(name=schedule_name)
+
+
 def window_losses(session: Session, schedule_name: str, since: datetime) -> LossCounts:
     """Count the schedule's runs started at or after ``since`` (operator notes excluded)."""
-    rows = session.execute(
-        select(ScheduleRun.status, ScheduleRun.reason, ScheduleRun.trigger_context).where(
-            ScheduleRun.schedule_name == schedule_name, ScheduleRun.started_at >= since
-        )
-    )
     failed = cancelled = refused = coalesced = total = 0
-    for status, reason, context in rows:
+    params = {"name": schedule_name, "since": since}
+    for status, reason, count in session.execute(_WINDOW, params):
         if reason == "cursor_set":
             continue
-        total += 1
+        total += count
         if status in (RunStatus.FAILED.value, RunStatus.TIMED_OUT.value):
-            failed += 1
+            failed += count
         elif status == RunStatus.CANCELLED.value:
-            cancelled += 1
+            cancelled += count
         elif status == RunStatus.REFUSED.value:
-            refused += 1
-        value = (context or {}).get("coalesced")
+            refused += count
+    for reason, context in session.execute(_COALESCED, params):
+        value = (context or {}).get("coalesced") if reason != "cursor_set" else None
         if isinstance(value, int) and value > 0:
             coalesced += value
     return LossCounts(failed, cancelled, refused, coalesced, total)
+
+
+def newest_outcome(session: Session, schedule_name: str) -> tuple[str | None, str | None]:
+    """Status and reason of the schedule's newest run among its 5 newest rows that is not
+    an operator note (``cursor_set``); served by ``ix_schedule_runs_name_id``."""
+    for status, reason in session.execute(_NEWEST, {"name": schedule_name}):
+        if reason != "cursor_set":
+            return status, reason
+    return None, None

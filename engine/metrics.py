@@ -42,8 +42,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from engine.errors import InvalidInput
-from engine.health import HealthState
-from engine.models import TriggerType
 
 if TYPE_CHECKING:
     from engine.store import Store
@@ -133,6 +131,10 @@ class StoreCollector(Collector):
         yield from self._from_textfile()
 
     def _from_store(self) -> Iterable[Metric]:
+        # Imported here: kdev imports this module (record_rate) on paths that must not
+        # import SQLAlchemy (issue 19).
+        from engine.health import HealthState
+        from engine.models import TriggerType
         from engine.pollstore import PollStore
         from engine.status import schedule_health
 

@@ -127,6 +127,10 @@ class ScheduleRun(Base):
         Index("ix_schedule_runs_schedule_started", "schedule_id", "started_at"),
         Index("ix_schedule_runs_status", "status"),
         Index("ix_schedule_runs_schedule_pr", "schedule_id", "pr_number"),
+        # Health and `li runs --schedule` select by name (runs outlive their schedule):
+        # the newest runs of one schedule, and its runs in the 24 h window (issue 19).
+        Index("ix_schedule_runs_name_id", "schedule_name", "id"),
+        Index("ix_schedule_runs_name_started", "schedule_name", "started_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from engine.health import Health, PollHealthFacts, assess, health_json
-from engine.losses import HEALTH_WINDOW, LossCounts, window_losses
+from engine.losses import HEALTH_WINDOW, LossCounts, newest_outcome, window_losses
 from engine.models import PollState, Schedule, TriggerType
 from engine.pollconfig import validate_poll_config
 from engine.polling import page_limit
@@ -97,8 +99,19 @@ def facts_for(
     )
 
 
-def _losses_of(store: Store, name: str, since: datetime) -> LossCounts:
-    result: LossCounts = store._run(lambda session: window_losses(session, name, since))
+RunFacts = tuple[tuple[str | None, str | None], LossCounts]
+
+
+def _runs_of(store: Store, names: list[str], since: datetime) -> dict[str, RunFacts]:
+    """The newest outcome and the window's losses of each schedule, in one transaction."""
+
+    def work(session: Session) -> dict[str, RunFacts]:
+        return {
+            name: (newest_outcome(session, name), window_losses(session, name, since))
+            for name in names
+        }
+
+    result: dict[str, RunFacts] = store._run(work)
     return result
 
 
@@ -109,19 +122,12 @@ def schedule_health(
     rows = [store.get_schedule(name)] if name is not None else store.list_schedules()
     polls = PollStore(store)
     moment = now or store.clock()
+    facts_by_name = _runs_of(store, [row.name for row in rows], moment - HEALTH_WINDOW)
     result = []
     for row in rows:
         state = polls.get_state(row.id) if row.trigger_type == TriggerType.GITHUB_POLL else None
-        runs = [r for r in store.list_runs(row.name, limit=5) if r.reason != "cursor_set"]
-        latest = runs[0] if runs else None
-        losses = _losses_of(store, row.name, moment - HEALTH_WINDOW)
-        facts = facts_for(
-            row,
-            state,
-            latest.status if latest else None,
-            latest.reason if latest else None,
-            losses,
-        )
+        (status, reason), losses = facts_by_name[row.name]
+        facts = facts_for(row, state, status, reason, losses)
         result.append(
             ScheduleHealth(
                 row.name, assess(facts, moment), facts, state.cursor_at if state else None

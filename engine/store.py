@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import CursorResult, Engine, delete, func, select, update
+from sqlalchemy import CursorResult, Engine, Select, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -200,6 +200,16 @@ def _tail(text: str) -> str:
     if len(encoded) <= TAIL_LIMIT:
         return text
     return encoded[-TAIL_LIMIT:].decode("utf-8", errors="ignore")
+
+
+def runs_query(name: str | None, statuses: list[str], limit: int) -> Select[tuple[ScheduleRun]]:
+    """Newest runs first; by name it is served by ``ix_schedule_runs_name_id``."""
+    query = select(ScheduleRun)
+    if name is not None:
+        query = query.where(ScheduleRun.schedule_name == name)
+    if statuses:
+        query = query.where(ScheduleRun.status.in_(statuses))
+    return query.order_by(ScheduleRun.id.desc()).limit(limit)
 
 
 class Store:
@@ -423,13 +433,7 @@ class Store:
         wanted = list(statuses)
 
         def work(session: Session) -> list[ScheduleRun]:
-            query = select(ScheduleRun)
-            if name is not None:
-                query = query.where(ScheduleRun.schedule_name == name)
-            if wanted:
-                query = query.where(ScheduleRun.status.in_(wanted))
-            query = query.order_by(ScheduleRun.id.desc()).limit(limit)
-            return list(session.scalars(query))
+            return list(session.scalars(runs_query(name, wanted, limit)))
 
         result: list[ScheduleRun] = self._run(work)
         return result

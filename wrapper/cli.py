@@ -10,7 +10,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 import yaml
@@ -24,7 +24,6 @@ from engine.tables import print_table
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir
 from wrapper.credentials import harden_process, kdev_environ
-from wrapper.describe import describe_pr
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
 from wrapper.leakscan import known_secrets
@@ -36,8 +35,10 @@ from wrapper.outcomes import OutcomeLog, keep_from_env, recorded, secret_values
 from wrapper.patch_id import fetch_pr_refs
 from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.roster import build_roster, read_roster_files
-from wrapper.sweep import SweepContext, SweepReport, run_sweep
 from wrapper.sweepconfig import load_sweep_config
+
+if TYPE_CHECKING:
+    from wrapper.sweep import SweepReport
 
 T = TypeVar("T")
 
@@ -198,6 +199,13 @@ def print_report(report: ReviewReport, as_json: bool) -> None:
     )
 
 
+def _describe(req: Any, ctx: Any) -> Any:
+    """``wrapper.describe.describe_pr``, imported only by describe-pr (issue 19)."""
+    from wrapper.describe import describe_pr
+
+    return describe_pr(req, ctx)
+
+
 @app.command("describe-pr")
 def describe_pr_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
@@ -227,7 +235,7 @@ def describe_pr_cmd(
                 checkout=(checkout or Path.cwd()).resolve(),
                 comment_id=parse_comment_id(comment_id),
             )
-            report = run_recorded("describe-pr", req, ledger, ctx, lambda: describe_pr(req, ctx))
+            report = run_recorded("describe-pr", req, ledger, ctx, lambda: _describe(req, ctx))
         print_report(report, as_json)
 
     guarded(work)
@@ -383,6 +391,11 @@ def pr_sweep_cmd(
     """Update clean branches, send the approval digest, report the poller's health."""
 
     def work() -> None:
+        # Imported here: the sweep reads health from the engine's database, and the
+        # other commands (review-pr's carry-forward above all) must not pay for importing
+        # SQLAlchemy (issue 19, docs/decisions.md).
+        from wrapper.sweep import SweepContext, run_sweep
+
         config, ledger = open_ledger(reviews_dir)
         sweep_config = load_sweep_config(repos_config)
         settings = Settings.from_env(kdev_environ())

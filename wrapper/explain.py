@@ -22,8 +22,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy.engine import make_url
-
 from engine.errors import LiError
 from engine.github import GitHubClient, GitHubError
 from wrapper.errors import KdevError
@@ -42,6 +40,8 @@ class LiDatabase:
     """An :class:`EngineReader` on the li database (read only; never migrated here)."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
+        from sqlalchemy.engine import make_url  # not at import time: issue 19
+
         from engine import db as dbmod
         from engine.config import Settings
         from engine.store import Store

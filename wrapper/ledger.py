@@ -7,6 +7,7 @@ Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600
     ledger-format                       the patch-id scheme (wrapper.ledger_format)
     <owner>__<name>/                    repo validated by config.check_repo first
         legs.jsonl                      one line per leg *started*: {pr, head_sha, started_at}
+        legs.window.json                the last ~25 h of legs.jsonl (wrapper.legwindow)
         posted-comments.jsonl           one line per comment kdev posted: {id, pr, purpose, ...}
         .legs.lock                      serialises the leg log (see Ledger.legs_lock)
         .slots/slot-<i>.lock            concurrency slots, i in range(cap)
@@ -58,12 +59,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError, LedgerError
 from wrapper.leakscan import refuse_leak
 from wrapper.ledger_format import upgrade_ledger, write_format_marker
+
+if TYPE_CHECKING:
+    from wrapper.legwindow import LogStamp, Window
 
 log = logging.getLogger(__name__)
 
@@ -737,47 +741,93 @@ class Ledger:
             try:
                 fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
                 try:
-                    size = os.fstat(fd).st_size
+                    before = os.fstat(fd)
+                    size = before.st_size
                     # A writer killed mid-line left no newline: start on a fresh line.
                     torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
                     os.write(fd, (("\n" if torn else "") + line + "\n").encode("utf-8"))
                     os.fsync(fd)
+                    after = os.fstat(fd)
                 finally:
                     os.close(fd)
                 if size == 0:
                     _fsync_dir(path.parent)
             except OSError as exc:
                 raise _write_failed(path, exc) from None
+            self._window_after_append(repo, before, after, _leg_from_json(line))
+
+    def _window_after_append(
+        self, repo: str, before: os.stat_result, after: os.stat_result, leg: LegRecord
+    ) -> None:
+        """Brings legs.window.json up to the log just appended to (wrapper.legwindow),
+        under the leg-log lock; rebuilt from the log when it did not match before."""
+        from wrapper import legwindow
+
+        directory = self.repo_dir(repo)
+        now = self.clock()
+        old = legwindow.load(directory, legwindow.LogStamp.of(before))
+        if old is not None:
+            window = legwindow.extend(old, legwindow.LogStamp.of(after), leg, now)
+        else:
+            legs, stamp = self._read_legs(directory / LEGS_FILE)
+            window = legwindow.build(stamp or legwindow.LogStamp.of(after), legs, now)
+        self._save_window(directory, window)
+
+    def _save_window(self, directory: Path, window: Window) -> None:
+        from wrapper import legwindow
+
+        try:
+            legwindow.save(directory, window, self._atomic_write)
+        except LedgerError as exc:  # the log is the truth; the window is rebuilt later
+            log.warning("cannot write the leg window in %s: %s", directory, exc)
 
     def legs_since(self, repo: str, since: datetime) -> list[LegRecord]:
         """The legs of ``repo`` started at or after ``since``, in log order.
 
+        Read from legs.window.json when it matches the log and covers ``since``
+        (wrapper.legwindow); otherwise from the whole log, and the window is rebuilt.
         A line that does not parse (a writer killed mid-append) is skipped with a warning.
         """
-        path = self.repo_dir(repo) / LEGS_FILE
-        if not path.parent.is_dir():
+        from wrapper import legwindow
+
+        directory = self.repo_dir(repo)
+        path = directory / LEGS_FILE
+        if not directory.is_dir():
             return []
         with self.legs_lock(repo):
-            try:
-                raw = path.read_bytes()
-            except FileNotFoundError:
+            stamp = legwindow.stamp_of(path)
+            if stamp is None:
                 return []
-            except OSError as exc:
-                raise LedgerError(
-                    f"cannot read {path}: {exc.strerror}", "ledger_read_failed"
-                ) from None
+            window = legwindow.load(directory, stamp)
+            found = window.since(since) if window is not None else None
+            if found is not None:
+                return found
+            legs, stamp = self._read_legs(path)
+            if stamp is not None:
+                self._save_window(directory, legwindow.build(stamp, legs, self.clock()))
+        return [leg for leg in legs if leg.started_at >= since]
+
+    def _read_legs(self, path: Path) -> tuple[list[LegRecord], LogStamp | None]:
+        """Every parseable leg of the log, in order, and the log's stamp as read."""
+        from wrapper import legwindow
+
+        try:
+            with open(path, "rb") as handle:
+                stamp = legwindow.LogStamp.of(os.fstat(handle.fileno()))
+                raw = handle.read()
+        except FileNotFoundError:
+            return [], None
+        except OSError as exc:
+            raise LedgerError(f"cannot read {path}: {exc.strerror}", "ledger_read_failed") from None
         legs: list[LegRecord] = []
         for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                leg = _leg_from_json(line)
+                legs.append(_leg_from_json(line))
             except ValueError as exc:
                 log.warning("ignoring line %d of %s: %s", number, path, exc)
-                continue
-            if leg.started_at >= since:
-                legs.append(leg)
-        return legs
+        return legs, stamp
 
     # --- comments kdev posted -------------------------------------------------------------
 

@@ -27,9 +27,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
-
 from wrapper.errors import ConfigError
 
 DATA_NOT_INSTRUCTIONS = (
@@ -120,6 +117,10 @@ def render_describe_prompt(data: PromptInput, template_path: str | None = None) 
 
 
 def _render(data: PromptInput, template_path: str | None, default: str, closing: str) -> str:
+    # Imported here: a carry-forward renders no prompt and need not pay for jinja2.
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
     environment = SandboxedEnvironment(
         autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
