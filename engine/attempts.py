@@ -20,7 +20,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from engine.models import (
@@ -35,25 +35,43 @@ from engine.models import (
 
 log = logging.getLogger(__name__)
 
-# After this many attempts of one fire the event is left cancelled (health shows it).
-MAX_ATTEMPTS = 5
-# Never launched: always offered again.
+# After this many attempts of one fire were lost with their engine (launched, then the
+# engine died) the event is left cancelled (health shows it): a command that kills its
+# engine every time cannot loop forever. Attempts that never launched do not count.
+MAX_LOST_ATTEMPTS = 5
+# Never launched (or handed back by a stop): always offered again.
 UNLAUNCHED_REASONS = frozenset({"abandoned_before_launch", "engine_shutdown"})
 LOST_REASON = "engine_lost"
 
 
-def reoffer_wanted(run: ScheduleRun, schedule: Schedule) -> bool:
-    """Whether a cancelled run of ``schedule`` is to be offered again (the policy)."""
+def reoffer_wanted(run: ScheduleRun, schedule: Schedule, lost_attempts: int) -> bool:
+    """Whether a cancelled run of ``schedule`` is to be offered again (the policy);
+    ``lost_attempts`` counts the fire's attempts that ended ``engine_lost``, ``run``
+    included."""
     if schedule.trigger_type != TriggerType.GITHUB_POLL.value:
         return False
-    if run.status != RunStatus.CANCELLED.value or run.attempt >= MAX_ATTEMPTS:
+    if run.status != RunStatus.CANCELLED.value:
         return False
     if run.reason in UNLAUNCHED_REASONS:
         return True
-    if run.reason == LOST_REASON:
+    if run.reason == LOST_REASON and lost_attempts < MAX_LOST_ATTEMPTS:
         policy = (schedule.trigger_config or {}).get("on_engine_lost", "refire")
         return bool(policy == "refire")
     return False
+
+
+def lost_attempts(session: Session, run: ScheduleRun) -> int:
+    """How many attempts of ``run``'s fire ended ``engine_lost``."""
+    fire = run.fire_id or run.id
+    query = (
+        select(func.count())
+        .select_from(ScheduleRun)
+        .where(
+            or_(ScheduleRun.fire_id == fire, ScheduleRun.id == fire),
+            ScheduleRun.reason == LOST_REASON,
+        )
+    )
+    return int(session.scalar(query) or 0)
 
 
 def _state_for_update(session: Session, schedule_id: int) -> PollState | None:
@@ -67,7 +85,7 @@ def requeue(session: Session, run: ScheduleRun) -> bool:
     if run.schedule_id is None:
         return False
     schedule = session.get(Schedule, run.schedule_id)
-    if schedule is None or not reoffer_wanted(run, schedule):
+    if schedule is None or not reoffer_wanted(run, schedule, lost_attempts(session, run)):
         return False
     state = _state_for_update(session, schedule.id)
     if state is None:

@@ -144,7 +144,7 @@ class Audit:
     events: int  # claims: one per fired event
     runs: int
     retries: int  # attempts after the first
-    lost: list[str]  # claimed events without a succeeded attempt
+    lost: list[str]  # claimed events without a succeeded attempt, with their attempts
     twice: list[str]  # claimed events with more than one succeeded attempt
     duplicates: int  # recorder lines beyond one per event: idempotent re-deliveries
     still_running: int
@@ -175,7 +175,8 @@ def audit(rig: Rig, name: str = "watch") -> Audit:
         attempts = fires.get(by_id[run_id].fire_id or run_id, []) if run_id in by_id else []
         done = sum(r.status == RunStatus.SUCCEEDED.value for r in attempts)
         if done == 0:
-            lost.append(key)
+            tried = ", ".join(f"#{r.id} a{r.attempt} {r.status}/{r.reason}" for r in attempts)
+            lost.append(f"{key} [{tried or f'no run {run_id}'}]")
         elif done > 1:
             twice.append(key)
     return Audit(
