@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.httpkit import serving
 from tests.test_review import Bench
 from tests.test_review import bench as bench  # noqa: F401 - the fixture
 from wrapper.config import OpenAIReviewer, WebhookTarget
@@ -78,16 +79,9 @@ def flaky() -> Iterator[Flaky]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serving(Handler) as base:
+        fake.url = f"{base}/v1"
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def reviewer(url: str, **settings: Any) -> OpenAIReviewer:

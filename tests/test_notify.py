@@ -8,18 +8,18 @@ import os
 import socket
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.httpkit import serving
 from wrapper.config import CommandTarget, FileTarget, LogTarget, NotifyTarget, WebhookTarget
 from wrapper.notify import (
     Notification,
@@ -40,6 +40,7 @@ ENVIRON = {
 SENT_AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 URL = "https://github.com/octo/widgets/pull/7"
 SHA = "c" * 40
+
 
 
 def verdict_note() -> Notification:
@@ -96,16 +97,9 @@ def receiver() -> Iterator[Receiver]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/T000/B000/secret-part"
-    try:
+    with serving(Handler) as base:
+        fake.url = f"{base}/hooks/T000/B000/secret-part"
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 # --- the notices -------------------------------------------------------------------------

@@ -9,17 +9,17 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.httpkit import serving
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, ReviewerTimedOut
 from wrapper.prompt import PromptInput, render_prompt
@@ -49,6 +49,7 @@ ENVIRON = {
     "OPENAI_API_KEY": API_KEY,
 }
 APPROVE_SCRIPT = "print('Looks fine.'); print('VERDICT: APPROVE')"
+
 
 
 def write_script(tmp_path: Path, body: str, name: str = "reviewer.py") -> str:
@@ -531,16 +532,9 @@ def endpoint() -> Iterator[FakeEndpoint]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serving(Handler) as base:
+        fake.url = f"{base}/v1"
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def openai(base_url: str, **settings: Any) -> OpenAIReviewer:
