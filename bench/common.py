@@ -13,8 +13,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from engine import db as dbmod
 from engine.config import Settings
+from engine.store import db as dbmod
 
 
 class SettableClock:

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from bench.common import bench_settings
-from engine import db as dbmod
 from engine.config import Settings
-from engine.daemon import Engine
-from engine.store import Store
+from engine.run.daemon import Engine
+from engine.store import db as dbmod
+from engine.store.store import Store
 
 URL_VARIABLE = "LI_BENCH_DATABASE_URL"
 

@@ -30,10 +30,10 @@ from sqlalchemy import func, insert, select
 
 from bench.common import backend_name, ratio, scratch_database
 from bench.daemon_child import URL_VARIABLE
-from engine import db as dbmod
 from engine.config import Settings
-from engine.models import OverlapPolicy, Schedule, TriggerType
-from engine.store import Store
+from engine.store import db as dbmod
+from engine.store.models import OverlapPolicy, Schedule, TriggerType
+from engine.store.store import Store
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INTERVAL_SECONDS = 3600

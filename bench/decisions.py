@@ -1,4 +1,4 @@
-"""What keeping a decision per event (engine.decisions) costs a github_poll pass.
+"""What keeping a decision per event (engine.poll.decisions) costs a github_poll pass.
 
 One ghsim repository (in process, on loopback) with N open pull requests (default 100;
 one in ten from a fork, so the same-repo filter excludes it), opened a second apart.
@@ -26,16 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import SettableClock, backend_name, scratch_database
-from engine import db as dbmod
 from engine.config import Settings
-from engine.github import GitHubClient, RequestPacer
-from engine.models import TriggerType
-from engine.pollconfig import validate_poll_config
-from engine.polling import poll_once
-from engine.pollstore import PollStore
-from engine.spec import ScheduleSpec
-from engine.sqletag import SqlEtagCache
-from engine.store import Store
+from engine.github.client import GitHubClient, RequestPacer
+from engine.github.etag import SqlEtagCache
+from engine.poll.config import validate_poll_config
+from engine.poll.pollpass import poll_once
+from engine.schedules.spec import ScheduleSpec
+from engine.store import db as dbmod
+from engine.store.models import TriggerType
+from engine.store.pollstore import PollStore
+from engine.store.store import Store
 from ghsim import GitHubSim
 
 REPO = "bench/decisions"

@@ -1,7 +1,7 @@
 """Whole-process time of ``kdev review-pr`` on the carry-forward path (issue 19).
 
 ghsim (in process, on loopback), a real git checkout and the stub reviewer, as in
-tests/test_fast_path.py: one review, then the base is merged into the head (same diff),
+tests/wrapper/test_fast_path.py: one review, then the base is merged into the head (same diff),
 so every later ``kdev review-pr`` for that head carries the verdict forward (or finds it
 already carried) without running the reviewer. Timed with ``time.perf_counter`` around
 the whole subprocess, alternating, N times each:
@@ -32,7 +32,7 @@ REPO = "bench/fastpath"
 BIN = Path(sys.executable).parent
 EAGER = (
     "import sys; import sqlalchemy, sqlalchemy.orm, alembic, alembic.command; "
-    "from wrapper.cli import app; sys.argv[0] = 'kdev'; app()"
+    "from wrapper.cli.app import app; sys.argv[0] = 'kdev'; app()"
 )
 
 

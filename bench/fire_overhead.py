@@ -3,9 +3,9 @@
 Three timings, taken in interleaved rounds in one process so machine noise hits all:
 
 - baseline: ``subprocess.run(["true"])``, the cheapest way to run the command;
-- runner: :func:`engine.runner.run_action` alone (allow-list re-check, PATH lookup,
+- runner: :func:`engine.run.runner.run_action` alone (allow-list re-check, PATH lookup,
   new session, piped output read by two threads, deadline loop), no database;
-- engine: :func:`engine.actions.fire_schedule` end to end (claim transaction, argv
+- engine: :func:`engine.run.actions.fire_schedule` end to end (claim transaction, argv
   rendering, ``set_run_argv``, spawn through the runner, ``mark_started``,
   ``finish_run``, reading the run row back).
 
@@ -29,12 +29,12 @@ from bench.common import (
     ratio,
     scratch_database,
 )
-from engine import db as dbmod
-from engine.actions import fire_schedule
-from engine.models import OverlapPolicy, RunStatus, TriggerType
-from engine.runner import RunRequest, run_action
-from engine.spec import ScheduleSpec, check_spec
-from engine.store import Store
+from engine.run.actions import fire_schedule
+from engine.run.runner import RunRequest, run_action
+from engine.schedules.spec import ScheduleSpec, check_spec
+from engine.store import db as dbmod
+from engine.store.models import OverlapPolicy, RunStatus, TriggerType
+from engine.store.store import Store
 
 COMMAND = "true"
 INTERVAL_SECONDS = 60

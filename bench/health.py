@@ -2,7 +2,7 @@
 
 N interval schedules share R run rows, spread evenly over the last 30 days (so the 24 h
 health window holds about 1/30 of them), inserted in bulk. Timed with
-``time.perf_counter``: ``engine.status.schedule_health`` over all schedules, the same
+``time.perf_counter``: ``engine.health.status.schedule_health`` over all schedules, the same
 call the CLI and the metrics sweep make, median of a few calls after one warm-up.
 
 - **indexed**: the schema at head (migration 0008 indexes runs by schedule name);
@@ -24,11 +24,11 @@ from pathlib import Path
 from sqlalchemy import insert, text
 
 from bench.common import backend_name, scratch_database
-from engine import db as dbmod
-from engine.models import OverlapPolicy, ScheduleRun, TriggerType
-from engine.spec import ScheduleSpec
-from engine.status import schedule_health
-from engine.store import Store
+from engine.health.status import schedule_health
+from engine.schedules.spec import ScheduleSpec
+from engine.store import db as dbmod
+from engine.store.models import OverlapPolicy, ScheduleRun, TriggerType
+from engine.store.store import Store
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SPREAD = timedelta(days=30)

@@ -5,7 +5,7 @@ last 20 older than the 24 h window, written directly. Timed with ``time.perf_cou
 median of 50 calls each, alternating:
 
 - **window**: ``Ledger.legs_since(repo, now - 24 h)`` + ``decide_budget``, as review-pr
-  does; it reads legs.window.json (wrapper.legwindow);
+  does; it reads legs.window.json (wrapper.ledger.legwindow);
 - **full read** (the baseline, what every decision did before): the whole legs.jsonl
   read and parsed (``Ledger._read_legs``) and filtered, + ``decide_budget``.
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from wrapper.budget import WINDOW, decide_budget
 from wrapper.config import Budgets
-from wrapper.ledger import Ledger, format_timestamp
+from wrapper.ledger.ledger import Ledger, format_timestamp
+from wrapper.review.budget import WINDOW, decide_budget
 
 REPO = "bench/ledger"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -16,7 +16,7 @@ repository, the PRs' events interleaved. Each PR is opened, then gets a mix of:
   was never fetched into the checkout, and review_pr runs for it last, out of order.
 
 Every event moves the PR's ``updated_at`` (the simulator clock moves 60 s before each),
-so the engine fires once per event. After each event :func:`wrapper.review.review_pr`
+so the engine fires once per event. After each event :func:`wrapper.review.review.review_pr`
 runs in this process for the PR's current head, as ``kdev review-pr`` would for that
 fire: a real git checkout fetching from the bare repository, the stub reviewer
 (``python -P -m wrapper.stub_reviewer``) as a command backend, a file notifier and a
@@ -32,7 +32,7 @@ index entries (a head mapped to a patch-id not computed from it) and verdicts fo
 no leg saw (each target 0). The mean wall time of ``review_pr`` calls that carried a verdict forward
 is set against that of calls that ran a stub reviewer leg.
 
-Each call gets a fresh :class:`engine.github.GitHubClient` (and pacer), as each
+Each call gets a fresh :class:`engine.github.client.GitHubClient` (and pacer), as each
 ``kdev review-pr`` process would; building it is outside the timed span. A fresh
 connection per call also keeps ghsim's keep-alive delay (see ``poll``) out of the times.
 """
@@ -52,13 +52,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.github import GitHubClient, RequestPacer
+from engine.github.client import GitHubClient, RequestPacer
 from ghsim import GitHubSim
 from tests.review_oracle import leg_counts, patch_id_of, unseen_verdicts, wrong_index_entries
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, Outcome
-from wrapper.ledger import Ledger
-from wrapper.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
+from wrapper.ledger.ledger import Ledger
+from wrapper.review.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 REPO = "bench/legs"

@@ -16,7 +16,7 @@ clock shared by the Store and the Engine is moved 61 s before each
 2. K idle passes (default 5): every poll should be one conditional request answered
    304, which costs no rate limit;
 3. baseline, in the same run: the same N repositories listed K times by a
-   :class:`engine.github.GitHubClient` with ``conditional=False`` (no ``If-None-Match``),
+   :class:`engine.github.client.GitHubClient` with ``conditional=False`` (no ``If-None-Match``),
    a poller without ETags. Every answer is a 200 and costs one unit.
 
 Requests and their statuses are counted by a transport wrapped around each client's
@@ -53,15 +53,15 @@ import httpx
 from sqlalchemy import func, select
 
 from bench.common import SettableClock, backend_name, bench_settings, ratio, scratch_database
-from engine import db as dbmod
 from engine.config import Settings
-from engine.daemon import Engine
-from engine.github import GitHubClient, MemoryEtagCache, RequestPacer
-from engine.models import PollState, ScheduleRun, TriggerType
-from engine.pollconfig import validate_poll_config
-from engine.spec import ScheduleSpec, check_spec
-from engine.sqletag import SqlEtagCache
-from engine.store import Store
+from engine.github.client import GitHubClient, MemoryEtagCache, RequestPacer
+from engine.github.etag import SqlEtagCache
+from engine.poll.config import validate_poll_config
+from engine.run.daemon import Engine
+from engine.schedules.spec import ScheduleSpec, check_spec
+from engine.store import db as dbmod
+from engine.store.models import PollState, ScheduleRun, TriggerType
+from engine.store.store import Store
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 COMMAND = "true"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wrapper.config import CommandReviewer
-from wrapper.reviewer import run_reviewer_text
-from wrapper.sandbox import SANDBOX_UID, Sandbox, probe_bwrap
+from wrapper.review.reviewer import run_reviewer_text
+from wrapper.review.sandbox import SANDBOX_UID, Sandbox, probe_bwrap
 
 ENVIRON = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent"}
 # The cheapest reviewer there is, so the figure is the sandbox's own overhead.

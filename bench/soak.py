@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import db as dbmod
+from engine.store import db as dbmod
 from ghsim import GitHubSim
 from tests.enginekit import REPO, Audit, Rig, audit, wait_until
 from tests.pgcluster import PostgresCluster

@@ -154,6 +154,6 @@ def configure_logging(level: str, log_format: str) -> None:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(chatty)
     # httpx logs whole URLs (a webhook URL carries its secret): never, at any level. The
-    # GitHub client logs its own requests at DEBUG (engine.github).
+    # GitHub client logs its own requests at DEBUG (engine.github.client).
     for name in URL_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)

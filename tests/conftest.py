@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from engine import db as dbmod
+from engine.store import db as dbmod
 from tests.pgcluster import ClusterError, PostgresCluster
 
 POSTGRES_ENABLED = os.environ.get("LI_TEST_POSTGRES", "1") != "0"

@@ -2,7 +2,7 @@
 
 The recorder is a tiny shell action: it sleeps, then appends ``pr@head_sha`` to a file,
 so a line in the file is one action that *finished*. Used by the durability tests
-(tests/test_durability.py, tests/test_fault_injection.py) and bench/soak.py.
+(tests/engine/test_durability.py, tests/e2e/test_fault_injection.py) and bench/soak.py.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from pathlib import Path
 from sqlalchemy import Engine as SAEngine
 from sqlalchemy import select
 
-from engine.models import PollClaim, RunStatus, ScheduleRun, TriggerType
-from engine.pollconfig import validate_poll_config
-from engine.pollstore import PollStore
-from engine.spec import ScheduleSpec
-from engine.store import Store
+from engine.poll.config import validate_poll_config
+from engine.schedules.spec import ScheduleSpec
+from engine.store.models import PollClaim, RunStatus, ScheduleRun, TriggerType
+from engine.store.pollstore import PollStore
+from engine.store.store import Store
 from ghsim import GitHubSim
 
 LI = str(Path(sys.executable).with_name("li"))

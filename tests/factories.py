@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.config import Settings
-from engine.models import OverlapPolicy, TriggerType
-from engine.spec import ScheduleSpec
+from engine.schedules.spec import ScheduleSpec
+from engine.store.models import OverlapPolicy, TriggerType
 
 
 class FakeClock:

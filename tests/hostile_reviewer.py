@@ -1,4 +1,4 @@
-"""A hostile `command` reviewer (tests/test_containment_e2e.py): it hunts for the GitHub
+"""A hostile `command` reviewer (tests/e2e/test_containment_e2e.py): it hunts for the GitHub
 token everywhere it can think of, tries to plant code that kdev would run, leaves a
 daemonised child, sends everything it found to HOSTILE_EXFIL_URL, and prints the one
 secret it legitimately holds (its API key) in the form HOSTILE_LEAK_FORM."""

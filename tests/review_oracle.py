@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-from wrapper.ledger import Ledger, parse_verdict
+from wrapper.ledger.ledger import Ledger, parse_verdict
 
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 

@@ -1,7 +1,7 @@
 """Comments kdev posts on a pull request, and the self-loop closure around them.
 
 :func:`post_gated` is the one gate every comment kdev posts goes through (review rounds,
-descriptions, the author-loop replies of :mod:`wrapper.threads`); it applies, in order:
+descriptions, the author-loop replies of :mod:`wrapper.authorloop.threads`); it applies, in order:
 
 1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
    then every mention of ``mention_handle`` that the trigger detector would count
@@ -26,11 +26,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.github import GitHubClient, GitHubError
+from engine.github.client import GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
 from wrapper.leakscan import known_secrets, refuse_leak
-from wrapper.ledger import Ledger, VerdictRecord
+from wrapper.ledger.ledger import Ledger, VerdictRecord
 from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
 
 log = logging.getLogger("kdev.comments")

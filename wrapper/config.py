@@ -52,7 +52,7 @@ class CommandReviewer(_Strict):
     model: str = "command"
     timeout_seconds: StrictInt = Field(DEFAULT_REVIEWER_TIMEOUT, ge=1)
     env_passthrough: list[str] = Field(default_factory=list)
-    # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.roster).
+    # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.review.roster).
     roster: bool = False
     # The CLI calls its LLM API itself; false: no network inside the sandbox.
     network: bool = True
@@ -72,7 +72,7 @@ class OpenAIReviewer(_Strict):
     # waiting retry_wait_seconds, doubling, with jitter (or the answer's Retry-After).
     max_attempts: StrictInt = Field(4, ge=1, le=10)
     retry_wait_seconds: float = Field(1.0, ge=0, le=60)
-    # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.roster).
+    # One leg per AGENT-REVIEWERS.md reviewer, merged into one verdict (wrapper.review.roster).
     roster: bool = False
 
 
@@ -150,7 +150,7 @@ class KdevConfig(_Strict):
     fork_review_on_mention: bool = True
     # A Jinja2 file replacing templates/describe.md.j2 (kdev describe-pr).
     describe_template: str | None = None
-    # Where command reviewers run (wrapper.sandbox, docs/reviewers.md): bubblewrap, or
+    # Where command reviewers run (wrapper.review.sandbox, docs/reviewers.md): bubblewrap, or
     # refuse to review without it (required), or fall back with a warning (preferred).
     sandbox: Literal["required", "preferred", "off"] = "preferred"
     # Absolute paths bound read-only into the sandbox (the reviewer CLI's install).

@@ -1,6 +1,6 @@
 """``kdev config validate`` / ``show``: every problem of kdev.yaml and repos.yaml at once,
 each as ``FILE:LINE: where: problem``, with the line mapper schedule files use
-(:func:`engine.scheduleset.yaml_line_of`)."""
+(:func:`engine.schedules.schedulefile.yaml_line_of`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from engine.pollconfig import describe_validation_error, dotted
-from engine.scheduleset import yaml_line_of
+from engine.poll.config import describe_validation_error, dotted
+from engine.schedules.schedulefile import yaml_line_of
 from wrapper.config import KdevConfig
-from wrapper.sweepconfig import SweepConfig
+from wrapper.sweep.config import SweepConfig
 
 
 @dataclass(frozen=True)

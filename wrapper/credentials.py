@@ -27,7 +27,7 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 from wrapper.errors import ConfigError
-from wrapper.sandbox import set_non_dumpable
+from wrapper.review.sandbox import set_non_dumpable
 
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
 TOKEN_FILE_VARIABLE = "GITHUB_TOKEN_FILE"

@@ -3,11 +3,11 @@
 Sources, each read through its public interface:
 
 - the engine's side through li's public read API, never its tables:
-  :func:`engine.decisions.pr_history` (the github_poll schedules of the repository, their
+  :func:`engine.poll.decisions.pr_history` (the github_poll schedules of the repository, their
   decisions and runs for the PR, in the ``li schedule events/runs --pr N --json`` forms)
-  and :func:`engine.status.schedule_health` (only when the head was not seen), on the li
+  and :func:`engine.health.status.schedule_health` (only when the head was not seen), on the li
   database (``LI_DATABASE_URL``), read only: never created or migrated here;
-- kdev's outcome log (wrapper.outcomes) and the ledger (verdicts, carried heads,
+- kdev's outcome log (wrapper.ledger.outcomes) and the ledger (verdicts, carried heads,
   deferrals);
 - the PR's current head from GitHub.
 
@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.errors import LiError
-from engine.github import GitHubClient, GitHubError
+from engine.github.client import GitHubClient, GitHubError
 from wrapper.errors import KdevError
-from wrapper.ledger import Ledger, LedgerRow, format_timestamp, parse_timestamp
-from wrapper.outcomes import FAILED, OutcomeEntry, OutcomeLog
+from wrapper.ledger.ledger import Ledger, LedgerRow, format_timestamp, parse_timestamp
+from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
 
 
 class EngineReader(Protocol):
@@ -42,9 +42,9 @@ class LiDatabase:
     def __init__(self, environ: Mapping[str, str]) -> None:
         from sqlalchemy.engine import make_url  # not at import time: issue 19
 
-        from engine import db as dbmod
         from engine.config import Settings
-        from engine.store import Store
+        from engine.store import db as dbmod
+        from engine.store.store import Store
 
         url = Settings.from_env(dict(environ)).database_url
         parsed = make_url(url)
@@ -58,12 +58,12 @@ class LiDatabase:
         self.store = Store(self.engine)
 
     def history(self, repo: str, pr: int) -> dict[str, Any]:
-        from engine.decisions import pr_history
+        from engine.poll.decisions import pr_history
 
         return pr_history(self.store, repo, pr)
 
     def health(self, name: str) -> dict[str, Any] | None:
-        from engine.status import schedule_health
+        from engine.health.status import schedule_health
 
         rows = schedule_health(self.store, name)
         return rows[0].to_json() if rows else None

@@ -1,7 +1,7 @@
 """Leak detection that survives encoding: is a known secret in this text, in any dress?
 
 :func:`find_leak` looks for each secret (values of at least
-:data:`~wrapper.ledger.MIN_SECRET_LENGTH` characters) in these forms:
+:data:`~wrapper.ledger.ledger.MIN_SECRET_LENGTH` characters) in these forms:
 
 - ``raw``: the value itself;
 - ``interleaved``: the value with whitespace or punctuation between its characters, or

@@ -31,7 +31,7 @@ import cmarkgfm
 
 from engine.triggers import count_mentions, find_mention, validate_handle
 from engine.triggers.mention import GFM_EXTENSIONS, render
-from wrapper.ledger import find_secrets
+from wrapper.ledger.ledger import find_secrets
 
 log = logging.getLogger("kdev.neutralise")
 

@@ -1,7 +1,7 @@
 """A deterministic stand-in reviewer for the demo and the tests (no model, no network).
 
 ``python -m wrapper.stub_reviewer [PROMPT_FILE]`` reads the prompt from PROMPT_FILE or
-stdin, finds the diff block (the ``untrusted-diff`` fence of :mod:`wrapper.prompt`; the
+stdin, finds the diff block (the ``untrusted-diff`` fence of :mod:`wrapper.review.prompt`; the
 whole input when there is none), prints a short review and ends with
 ``VERDICT: REQUEST_CHANGES`` when the diff contains ``TODO`` or ``FIXME``, else
 ``VERDICT: APPROVE``.

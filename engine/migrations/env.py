@@ -1,12 +1,12 @@
-"""Alembic environment: uses the Engine handed over by engine.db (or the configured URL)."""
+"""Alembic environment: uses the Engine handed over by engine.store.db (or the configured URL)."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import Engine
 
-from engine.db import make_engine
-from engine.models import Base
+from engine.store.db import make_engine
+from engine.store.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 ${imports if imports else ""}
 
-import engine.models  # noqa: F401
+import engine.store.models  # noqa: F401
 
 revision: str = ${repr(up_revision)}
 down_revision: str | None = ${repr(down_revision)}

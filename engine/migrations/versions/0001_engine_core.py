@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import engine.models  # noqa: F401  (types used by the columns)
+import engine.store.models  # noqa: F401  (types used by the columns)
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -27,9 +27,9 @@ def upgrade() -> None:
         sa.Column("id", sa.String(length=64), nullable=False),
         sa.Column("host", sa.String(length=255), nullable=False),
         sa.Column("pid", sa.Integer(), nullable=False),
-        sa.Column("started_at", engine.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("heartbeat_at", engine.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("stopped_at", engine.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("started_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("heartbeat_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("stopped_at", engine.store.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("last_errors", sa.JSON(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
@@ -52,12 +52,12 @@ def upgrade() -> None:
         sa.Column("env_passthrough", sa.JSON(), nullable=False),
         sa.Column("overlap", sa.String(length=10), nullable=False),
         sa.Column("managed_by", sa.String(length=200), nullable=True),
-        sa.Column("next_fire_at", engine.models.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("last_fire_at", engine.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("next_fire_at", engine.store.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("last_fire_at", engine.store.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("lease_owner", sa.String(length=64), nullable=True),
-        sa.Column("lease_until", engine.models.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", engine.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", engine.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("lease_until", engine.store.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("name"),
     )
@@ -78,8 +78,8 @@ def upgrade() -> None:
         sa.Column("exit_code", sa.Integer(), nullable=True),
         sa.Column("pid", sa.Integer(), nullable=True),
         sa.Column("engine_id", sa.String(length=64), nullable=True),
-        sa.Column("started_at", engine.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("finished_at", engine.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("started_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("finished_at", engine.store.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("stdout_tail", sa.Text(), nullable=False),
         sa.Column("stderr_tail", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(["schedule_id"], ["schedules.id"], ondelete="SET NULL"),

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import engine.models  # noqa: F401  (types used by the columns)
+import engine.store.models  # noqa: F401  (types used by the columns)
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -28,7 +28,7 @@ def upgrade() -> None:
         sa.Column("etag", sa.String(length=200), nullable=False),
         sa.Column("body", sa.JSON(), nullable=False),
         sa.Column("link_next", sa.Text(), nullable=True),
-        sa.Column("fetched_at", engine.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("fetched_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),
         sa.Column("status", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("key"),
     )

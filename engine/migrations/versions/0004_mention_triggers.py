@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import engine.models  # noqa: F401
+import engine.store.models  # noqa: F401
 
 revision: str = "0004"
 down_revision: str | None = "0003"
@@ -28,7 +28,7 @@ def upgrade() -> None:
         sa.Column("schedule_id", sa.Integer(), nullable=False),
         sa.Column("dedupe_key", sa.String(length=300), nullable=False),
         sa.Column("run_id", sa.Integer(), nullable=True),
-        sa.Column("created_at", engine.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["run_id"], ["schedule_runs.id"], ondelete="SET NULL"),
         sa.ForeignKeyConstraint(["schedule_id"], ["schedules.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
@@ -36,10 +36,12 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("poll_states", schema=None) as batch_op:
         batch_op.add_column(
-            sa.Column("pr_watermark", engine.models.UTCDateTime(timezone=True), nullable=True)
+            sa.Column("pr_watermark", engine.store.models.UTCDateTime(timezone=True), nullable=True)
         )
         batch_op.add_column(
-            sa.Column("comments_watermark", engine.models.UTCDateTime(timezone=True), nullable=True)
+            sa.Column(
+                "comments_watermark", engine.store.models.UTCDateTime(timezone=True), nullable=True
+            )
         )
         batch_op.add_column(sa.Column("open_prs", sa.JSON(), nullable=True))
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import engine.models  # noqa: F401
+import engine.store.models  # noqa: F401
 
 revision: str = "0005"
 down_revision: str | None = "0004"

@@ -5,7 +5,7 @@ Revises: 0005
 Create Date: 2026-11-30 22:30:00.000000
 
 - ``poll_decisions``: what each github_poll pass decided for each event it saw
-  (issue 13), bounded by retention (engine.decisions).
+  (issue 13), bounded by retention (engine.poll.decisions).
 - ``schedule_runs.pr_number`` (indexed with ``schedule_id``): the pull request of a
   github_poll fire; existing rows are filled from their trigger context.
 """
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import engine.models  # noqa: F401
+import engine.store.models  # noqa: F401
 
 revision: str = "0006"
 down_revision: str | None = "0005"
@@ -31,12 +31,12 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("schedule_id", sa.Integer(), nullable=False),
         sa.Column("pr_number", sa.Integer(), nullable=False),
-        sa.Column("occurred_at", engine.models.UTCDateTime(), nullable=False),
+        sa.Column("occurred_at", engine.store.models.UTCDateTime(), nullable=False),
         sa.Column("head_sha", sa.String(length=64), nullable=False),
         sa.Column("decision", sa.String(length=80), nullable=False),
         sa.Column("detail", sa.String(length=200), nullable=True),
         sa.Column("run_id", sa.Integer(), nullable=True),
-        sa.Column("decided_at", engine.models.UTCDateTime(), nullable=False),
+        sa.Column("decided_at", engine.store.models.UTCDateTime(), nullable=False),
         sa.ForeignKeyConstraint(["schedule_id"], ["schedules.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint(

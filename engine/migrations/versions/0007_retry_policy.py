@@ -5,7 +5,7 @@ Revises: 0006
 Create Date: 2026-11-30 23:00:00.000000
 
 - ``schedules.retry_max_attempts`` / ``retry_backoff_seconds`` (issue 15): a failed run
-  is tried again as a new attempt of the same fire (engine.actions.execute_claim).
+  is tried again as a new attempt of the same fire (engine.run.actions.execute_claim).
   Existing schedules get 1 attempt (no retry), as before the upgrade.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import engine.models  # noqa: F401
+import engine.store.models  # noqa: F401
 
 revision: str = "0007"
 down_revision: str | None = "0006"

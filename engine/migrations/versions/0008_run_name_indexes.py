@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-import engine.models  # noqa: F401
+import engine.store.models  # noqa: F401
 
 revision: str = "0008"
 down_revision: str | None = "0007"

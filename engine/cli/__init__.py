@@ -1,0 +1,1 @@
+"""The ``li`` command line, one module per verb group."""

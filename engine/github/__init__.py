@@ -1,0 +1,1 @@
+"""GitHub as the engine sees it: the REST/GraphQL client, its ETag cache and pacing."""

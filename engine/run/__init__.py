@@ -1,0 +1,1 @@
+"""Running things: the engine process, the one child supervisor, actions and metrics."""

@@ -1,0 +1,209 @@
+"""One fire of a ``command`` action: claim -> render argv -> spawn -> record.
+
+This is the only path from a due schedule to a process, used by the daemon, by
+``li engine run --once`` and by ``li schedule trigger --wait``. Every claimed fire
+ends in a terminal run row, whatever goes wrong in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from engine.config import Settings
+from engine.errors import LiError
+from engine.run.metrics import record_run
+from engine.run.runner import RunOutcome, RunRequest, build_environment, run_action
+from engine.schedules.argv import render_argv
+from engine.schedules.spec import MAX_RETRY_BACKOFF
+from engine.store.models import RunStatus, ScheduleRun
+from engine.store.store import Claim, FinishedRun, Store
+
+log = logging.getLogger(__name__)
+
+# Records a run's outcome: ``finish(run_id, result)``.
+Finisher = Callable[[int, FinishedRun], None]
+
+
+def finished_from_outcome(outcome: RunOutcome) -> FinishedRun:
+    """The store's view of a runner outcome."""
+    return FinishedRun(
+        status=outcome.status,
+        reason=outcome.reason,
+        exit_code=outcome.exit_code,
+        stdout_tail=outcome.stdout_tail,
+        stderr_tail=outcome.stderr_tail,
+        finished_at=outcome.finished_at,
+    )
+
+
+def retry_delay(claim: Claim, failed_attempts: int, rng: random.Random) -> float:
+    """The wait before the next attempt: the schedule's backoff, doubled after each
+    failed attempt (capped at MAX_RETRY_BACKOFF), plus up to 10% jitter."""
+    base = min(float(MAX_RETRY_BACKOFF), claim.retry_backoff_seconds * 2.0 ** (failed_attempts - 1))
+    return base + rng.uniform(0, base / 10)
+
+
+def execute_claim(
+    store: Store,
+    settings: Settings,
+    claim: Claim,
+    owner: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
+    finish: Finisher | None = None,
+    on_attempt: Callable[[int], None] | None = None,
+) -> FinishedRun:
+    """Run a claimed fire to its end, retrying a failed run as new attempts of the same
+    fire while the schedule's retry policy allows (``retry_max_attempts``). The wait
+    between attempts ends early on ``cancel`` (a stop): the fire then stays failed.
+    ``on_attempt(run_id)`` is told each new attempt's run id.
+    """
+    rng = random.Random()
+    result = _execute_attempt(store, settings, claim, owner, environ, cancel, finish)
+    tries = 1
+    while result.status is RunStatus.FAILED and tries < claim.retry_max_attempts:
+        delay = retry_delay(claim, tries, rng)
+        log.info(
+            "run %s of %s failed (%s); attempt %d of %d in %.0f s",
+            claim.run_id,
+            claim.schedule_name,
+            result.reason,
+            tries + 1,
+            claim.retry_max_attempts,
+            delay,
+        )
+        if (cancel or threading.Event()).wait(delay):
+            break  # stopping: the fire stays failed
+        run_id = store.start_attempt(claim.run_id, owner)
+        if run_id is None:
+            break  # fenced: another engine settled it
+        claim = replace(claim, run_id=run_id)
+        if on_attempt is not None:
+            on_attempt(run_id)
+        tries += 1
+        result = _execute_attempt(store, settings, claim, owner, environ, cancel, finish)
+    return result
+
+
+def _execute_attempt(
+    store: Store,
+    settings: Settings,
+    claim: Claim,
+    owner: str,
+    environ: Mapping[str, str] | None,
+    cancel: threading.Event | None,
+    finish: Finisher | None,
+) -> FinishedRun:
+    """Run one attempt of a claimed fire to its end and record its outcome.
+
+    The allow-list is checked again while building argv and once more by the runner
+    right before spawn; a refusal there is recorded as ``refused`` with its reason.
+    ``finish`` records the outcome (default: :meth:`Store.finish_run` as ``owner``).
+    """
+    if finish is None:
+
+        def finish(run_id: int, result: FinishedRun) -> None:
+            store.finish_run(run_id, result, owner=owner)
+
+    try:
+        argv = render_argv(claim.command, claim.args, claim.context, settings.command_allowlist)
+    except LiError as exc:
+        result = FinishedRun(status=RunStatus.REFUSED, reason=exc.reason, stderr_tail=exc.message)
+        finish(claim.run_id, result)
+        record_run(claim.schedule_name, result.status.value, None, None)
+        return result
+    if not store.set_run_argv(claim.run_id, argv, owner=owner):
+        # Fenced: another engine recovered this run meanwhile; it is not ours to launch.
+        log.warning("run %s was recovered by another engine: not launched", claim.run_id)
+        return FinishedRun(status=RunStatus.CANCELLED, reason="fenced")
+    passthrough = [*settings.env_passthrough, *claim.env_passthrough]
+    env = build_environment(
+        settings.base_environment(environ),
+        passthrough,
+        settings.read_environment(passthrough, environ),
+    )
+    request = RunRequest(
+        argv=argv,
+        cwd=claim.cwd,
+        env=env,
+        timeout_seconds=float(claim.timeout_seconds),
+        allowlist=settings.command_allowlist,
+        kill_grace_seconds=settings.kill_grace_seconds,
+    )
+    outcome = run_action(
+        request, on_spawn=lambda pid: store.mark_started(claim.run_id, pid), cancel=cancel
+    )
+    result = finished_from_outcome(outcome)
+    finish(claim.run_id, result)
+    launched = outcome.pid is not None
+    record_run(
+        claim.schedule_name,
+        result.status.value,
+        outcome.started_at if launched else None,
+        outcome.finished_at if launched else None,
+    )
+    return result
+
+
+def fire_schedule(
+    store: Store,
+    settings: Settings,
+    schedule_id: int,
+    owner: str,
+    *,
+    manual: bool = False,
+    cancel: threading.Event | None = None,
+    on_claimed: Callable[[Claim], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+    finish: Finisher | None = None,
+) -> ScheduleRun | None:
+    """Claim and run one occurrence; returns the final run row, or None if not claimed.
+
+    ``on_claimed`` runs right after the claim commits (the daemon reschedules its timer
+    there, so the next occurrence is timed while this one still runs).
+    """
+    claim = store.claim_fire(
+        schedule_id, owner, manual=manual, kill_grace_seconds=settings.kill_grace_seconds
+    )
+    if claim is None:
+        return None
+    if isinstance(claim, ScheduleRun):
+        return claim
+    if on_claimed is not None:
+        try:
+            on_claimed(claim)
+        except Exception:  # the timer is best effort; the run must still happen
+            log.exception("on_claimed hook failed for %s", claim.schedule_name)
+    attempts = [claim.run_id]
+    try:
+        execute_claim(
+            store,
+            settings,
+            claim,
+            owner,
+            environ=environ,
+            cancel=cancel,
+            finish=finish,
+            on_attempt=attempts.append,
+        )
+    except Exception as exc:
+        # Never leave a claimed run as `running`: record what broke, then re-raise so
+        # the caller's loop records the iteration error too.
+        reason = exc.reason if isinstance(exc, LiError) else "engine_error"
+        message: Any = exc.message if isinstance(exc, LiError) else repr(exc)
+        try:
+            store.finish_run(
+                attempts[-1],
+                FinishedRun(status=RunStatus.FAILED, reason=reason, stderr_tail=str(message)),
+                owner=owner,
+            )
+        except LiError:
+            log.exception("could not record the failure of run %s", attempts[-1])
+        raise
+    return store.get_run(attempts[-1])

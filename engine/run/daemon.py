@@ -1,0 +1,529 @@
+"""The engine process: APScheduler timing over database leases; ``li engine run [--once]``.
+
+Why it is built this way: docs/decisions.md D12.
+
+Lifecycle (docs/engine.md has the long form):
+
+1. Start: on SQLite take an exclusive file lock beside the database (a second engine
+   is refused with ``engine_already_running``); on PostgreSQL refuse a schema that is
+   not at head. Register an ``engine_instances`` row and resolve runs orphaned by dead
+   engines (:meth:`engine.store.store.Store.recover_orphans`).
+2. Run: one APScheduler job per enabled schedule, timed at its ``next_fire_at``. A job
+   only *tries* to fire: the database claim decides (lease + due check), so several
+   engines on PostgreSQL never fire one occurrence twice. A sync job re-reads the
+   timetable when another process changed it; a heartbeat job refreshes our row.
+3. Stop (SIGTERM/SIGINT): take no new work, hand claimed events that have not launched
+   back in one transaction (re-offered on the next pass), give running actions
+   ``shutdown_grace`` (``--drain-timeout``) to finish, then terminate them; they are
+   recorded as ``cancelled`` and github_poll events are offered again.
+
+Every job body is wrapped so an error is logged, kept on the engine row, and the loop
+goes on: the daemon never dies silently.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, wait
+from concurrent.futures import ThreadPoolExecutor as FuturesPool
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from engine.config import Settings
+from engine.errors import LiError
+from engine.github.client import GitHubClient, github_client
+from engine.github.etag import SqlEtagCache
+from engine.poll.pollpass import PassReport, poll_once
+from engine.run.actions import execute_claim, fire_schedule
+from engine.run.metrics import record_poll
+from engine.run.presence import EngineLock
+from engine.run.runbook import RunBook
+from engine.store import db as dbmod
+from engine.store.models import RunStatus, ScheduleRun, TriggerType
+from engine.store.pollstore import PollStore
+from engine.store.retrying import Backoff
+from engine.store.store import Claim, FinishedRun, Store
+
+log = logging.getLogger(__name__)
+
+# A missed timer (the process was busy or asleep) still fires up to this late.
+MISFIRE_GRACE_SECONDS = 3600
+SYNC_JOB_ID = "__sync__"
+HEARTBEAT_JOB_ID = "__heartbeat__"
+RECOVERY_JOB_ID = "__recovery__"
+
+
+class Engine:
+    """One engine process. Construct, then :meth:`run_once` or :meth:`run_forever`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        clock: Callable[[], datetime] | None = None,
+        github: GitHubClient | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.polls = PollStore(store)
+        self._github = github
+        # One slot per running command, shared by cron/interval fires and poll events.
+        self._slots = threading.BoundedSemaphore(settings.max_concurrent_actions)
+        self._event_pool = FuturesPool(
+            max_workers=settings.max_concurrent_actions, thread_name_prefix="li-event"
+        )
+        self._event_futures: list[Future[ScheduleRun | None]] = []
+        self._event_futures_lock = threading.Lock()
+        self.clock = clock or store.clock
+        self.engine_id = f"engine-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.errors: collections.deque[str] = collections.deque(maxlen=10)
+        self._lock: EngineLock | None = None
+        self._stopping = threading.Event()
+        self._inflight: dict[int, threading.Event] = {}
+        self._inflight_lock = threading.Lock()
+        self._scheduler: BackgroundScheduler | None = None
+        self._fingerprint: tuple[Any, ...] | None = None
+        self.recovered: list[ScheduleRun] = []
+        self.book = RunBook()
+        # Waits on a schedule another engine holds back off, with jitter (no busy loop).
+        self._backoff = Backoff(initial=1.0, maximum=30.0)
+
+    # -- start and stop -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Checks, single-engine lock, registration and orphan recovery."""
+        path = dbmod.sqlite_path(self.settings.database_url)
+        if path is not None:
+            self._lock = EngineLock(path)
+            self._lock.acquire()
+        try:
+            dbmod.require_head(self.store.engine)
+            others = self.store.live_engine_ids(self._stale_after)
+            self.store.register_engine(self.engine_id, socket.gethostname(), os.getpid())
+            self.recovered = self.store.recover_orphans(others | {self.engine_id})
+            for run in self.recovered:
+                log.warning(
+                    "run %s of %s was left running by a dead engine: %s",
+                    run.id,
+                    run.schedule_name,
+                    run.reason,
+                )
+            if others and path is None:
+                log.info("%d other engine(s) are live; leases keep fires exclusive", len(others))
+            self._forget_poll_etags()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    @property
+    def _stale_after(self) -> timedelta:
+        return timedelta(seconds=self.settings.heartbeat_interval_seconds * 3)
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def close(self) -> None:
+        """Wait for launched events, mark this engine stopped (releasing its leases) and
+        free the file lock."""
+        try:
+            self._event_pool.shutdown(wait=True)
+            self.store.stop_engine(self.engine_id)
+        finally:
+            if self._github is not None:
+                self._github.close()
+            self._release_lock()
+
+    @property
+    def github(self) -> GitHubClient:
+        """The process's GitHub client (ETags in the database, one pacer per token)."""
+        if self._github is None:
+            self._github = github_client(self.settings, SqlEtagCache(self.store.engine))
+        return self._github
+
+    def _forget_poll_etags(self) -> None:
+        # A previous process may have fetched a listing and died before acting on it;
+        # its ETag would hide those events behind a 304. So every process starts with a
+        # full listing per repository.
+        # The same for the comment feeds of mention schedules.
+        schedules = self.polls.github_schedules()
+        repos = {config.get("repo") for _, _, config in schedules}
+        feed_repos = {c.get("repo") for _, _, c in schedules if c.get("event") == "mentions"}
+        for repo in sorted(r for r in repos if isinstance(r, str) and r):
+            try:
+                self.github.forget_pulls(repo)
+                if repo in feed_repos:
+                    self.github.forget_comment_feeds(repo)
+            except LiError as exc:
+                self._record_error(f"dropping cached listing of {repo}", exc)
+
+    def request_stop(self) -> None:
+        """Stop taking new work (safe to call from a signal handler)."""
+        self._stopping.set()
+
+    # -- one unit of work -----------------------------------------------------------
+
+    def _record_error(self, where: str, exc: BaseException) -> None:
+        message = f"{where}: {exc}"
+        self.errors.append(message)
+        log.error("%s", message, exc_info=not isinstance(exc, LiError))
+        try:
+            self.store.record_engine_error(self.engine_id, message)
+        except LiError:
+            log.exception("could not record the engine error")
+
+    def fire(
+        self,
+        schedule_id: int,
+        on_claimed: Callable[[Claim], None] | None = None,
+        trigger_type: str | None = None,
+    ) -> ScheduleRun | None:
+        """Try to fire one schedule; errors are recorded, never raised.
+
+        A github_poll schedule runs a poll pass instead; its events are launched in the
+        background (see :meth:`poll`) and None is returned.
+        """
+        if self._stopping.is_set():
+            return None
+        if trigger_type == TriggerType.GITHUB_POLL:
+            self.poll(schedule_id)
+            return None
+        cancel = threading.Event()
+        token = id(cancel)
+        with self._inflight_lock:
+            self._inflight[token] = cancel
+        claimed: list[int] = []
+
+        def note(claim: Claim) -> None:
+            claimed.append(claim.run_id)
+            self.book.started(claim.run_id)
+            if on_claimed is not None:
+                on_claimed(claim)
+
+        try:
+            with self._slots:
+                return fire_schedule(
+                    self.store,
+                    self.settings,
+                    schedule_id,
+                    self.engine_id,
+                    cancel=cancel,
+                    on_claimed=note,
+                    finish=self._finish,
+                )
+        except Exception as exc:
+            self._record_error(f"fire of schedule {schedule_id}", exc)
+            return None
+        finally:
+            for run_id in claimed:
+                self.book.ended(run_id)
+            with self._inflight_lock:
+                self._inflight.pop(token, None)
+
+    def _finish(self, run_id: int, result: FinishedRun) -> None:
+        self.book.finish(self.store, run_id, result, self.engine_id)
+
+    def poll(self, schedule_id: int, *, manual: bool = False) -> PassReport | None:
+        """One poll pass of a github_poll schedule (None: not due or polled elsewhere)."""
+        try:
+            ticket = self.polls.claim_poll(schedule_id, self.engine_id, manual=manual)
+            if ticket is None:
+                return None
+            report = poll_once(
+                self.polls,
+                self.settings,
+                self.github,
+                ticket,
+                self.engine_id,
+                launch=self.launch_event,
+            )
+            if report.polled or report.status != "ok":
+                record_poll(report.schedule_name, report.status)
+            return report
+        except Exception as exc:
+            self._record_error(f"poll of schedule {schedule_id}", exc)
+            return None
+
+    def launch_event(self, claim: Claim) -> bool | None:
+        """Run a claimed event's command in the background (under the global cap).
+
+        Until it gets a slot the claim is pending: a stop hands it back unlaunched
+        (False). None: queued; the run's exit code confirms the launch.
+        """
+        self.book.add_pending(claim)
+        if self._stopping.is_set():
+            self._release_pending()
+            return False
+        future = self._event_pool.submit(self._run_event, claim)
+        with self._event_futures_lock:
+            if self._scheduler is not None:
+                # As a daemon nobody collects results: keep only what is still running.
+                self._event_futures = [f for f in self._event_futures if not f.done()]
+            self._event_futures.append(future)
+        return None
+
+    def _run_event(self, claim: Claim) -> ScheduleRun | None:
+        with self._slots:
+            if self.book.take_pending(claim.run_id) is None:
+                return None  # handed back by a stop before it got a slot
+            cancel = threading.Event()
+            token = id(cancel)
+            with self._inflight_lock:
+                self._inflight[token] = cancel
+            attempts = [claim.run_id]
+            try:
+                # Its outcome goes through the run book: never raises for the write.
+                execute_claim(
+                    self.store,
+                    self.settings,
+                    claim,
+                    self.engine_id,
+                    cancel=cancel,
+                    finish=self._finish,
+                    on_attempt=attempts.append,
+                )
+            except Exception as exc:
+                self._record_error(f"event run {attempts[-1]} of {claim.schedule_name}", exc)
+                self._finish(
+                    attempts[-1],
+                    FinishedRun(
+                        status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)
+                    ),
+                )
+                return None
+            finally:
+                self.book.ended(claim.run_id)
+                with self._inflight_lock:
+                    self._inflight.pop(token, None)
+        try:
+            return self.store.get_run(attempts[-1])
+        except LiError:
+            return None
+
+    def _release_pending(self) -> None:
+        try:
+            self.book.release_pending(self.store, self.engine_id)
+        except Exception as exc:
+            self._record_error("handing back unlaunched claims", exc)
+
+    def wait_for_events(self) -> list[ScheduleRun]:
+        """Wait for every launched event run; their final run rows."""
+        with self._event_futures_lock:
+            futures, self._event_futures = self._event_futures, []
+        wait(futures)
+        return [run for f in futures if (run := f.result()) is not None]
+
+    def run_once(self) -> list[ScheduleRun]:
+        """Fire everything due now (polls included), wait for every launched command.
+
+        At most ``max_concurrent_actions`` commands run at once.
+        """
+        due = self.store.due_schedules(self.clock())
+        results: list[ScheduleRun] = []
+        with FuturesPool(
+            max_workers=self.settings.max_concurrent_actions + 2,
+            thread_name_prefix="li-once",
+        ) as pool:
+            futures = [pool.submit(self.fire, item.id, None, item.trigger_type) for item in due]
+            wait(futures)
+        for future in futures:
+            run = future.result()
+            if run is not None:
+                results.append(run)
+        results.extend(self.wait_for_events())
+        return results
+
+    # -- the daemon -----------------------------------------------------------------
+
+    def _job_kwargs(self, trigger_type: str) -> dict[str, Any]:
+        # Overlap is decided by the database lease, not by APScheduler: an instance
+        # skipped by max_instances would leave the schedule un-timed and unrecorded.
+        polls = trigger_type == TriggerType.GITHUB_POLL
+        return {
+            "misfire_grace_time": MISFIRE_GRACE_SECONDS,
+            "coalesce": True,
+            "max_instances": self.settings.max_concurrent_actions,
+            "executor": "polls" if polls else "actions",
+            "replace_existing": True,
+        }
+
+    def _time_job(self, schedule_id: int, next_fire_at: datetime | None, trigger_type: str) -> None:
+        scheduler = self._scheduler
+        if scheduler is None or self._stopping.is_set():
+            return
+        job_id = str(schedule_id)
+        if next_fire_at is None:
+            if scheduler.get_job(job_id) is not None:
+                scheduler.remove_job(job_id)
+            return
+        run_at = max(next_fire_at, datetime.now(UTC))
+        job = scheduler.get_job(job_id)
+        if job is not None and job.next_run_time == run_at:
+            return
+        scheduler.add_job(
+            self._fire_job,
+            trigger=DateTrigger(run_date=run_at, timezone=UTC),
+            id=job_id,
+            args=[schedule_id, trigger_type],
+            **self._job_kwargs(trigger_type),
+        )
+
+    def _fire_job(self, schedule_id: int, trigger_type: str) -> None:
+        def retime(claim: Claim) -> None:
+            timing = self.store.timing_of(claim.schedule_id)
+            if timing is not None:
+                self._time_job(claim.schedule_id, *timing)
+
+        run = self.fire(schedule_id, on_claimed=retime, trigger_type=trigger_type)
+        if run is None or run.status == "refused":
+            # A poll pass, or not ours (another engine fired it, or it was edited):
+            # follow the table.
+            try:
+                timing = self.store.timing_of(schedule_id)
+                if timing is None:
+                    self._time_job(schedule_id, None, trigger_type)
+                    return
+                next_fire_at, kind = timing
+                if next_fire_at is not None and next_fire_at <= datetime.now(UTC):
+                    # Still due: another engine holds it (a slow poll, a long run).
+                    # Back off with jitter instead of retrying at once.
+                    delay = self._backoff.next_delay(schedule_id)
+                    next_fire_at = datetime.now(UTC) + timedelta(seconds=delay)
+                else:
+                    self._backoff.reset(schedule_id)
+                self._time_job(schedule_id, next_fire_at, kind)
+            except Exception as exc:
+                self._record_error(f"re-timing schedule {schedule_id}", exc)
+        else:
+            self._backoff.reset(schedule_id)
+
+    def sync(self, force: bool = False) -> None:
+        """Rebuild the timer from the database when anything changed there."""
+        if self._stopping.is_set():
+            return
+        try:
+            fingerprint = self.store.fingerprint()
+            if not force and fingerprint == self._fingerprint:
+                return
+            self._fingerprint = fingerprint
+            table = self.store.timetable()
+            scheduler = self._scheduler
+            if scheduler is None:
+                return
+            for job in scheduler.get_jobs():
+                if job.id.isdigit() and int(job.id) not in table:
+                    scheduler.remove_job(job.id)
+            for schedule_id, (next_fire_at, trigger_type) in table.items():
+                self._time_job(schedule_id, next_fire_at, trigger_type)
+        except Exception as exc:
+            self._record_error("sync", exc)
+
+    def _heartbeat(self) -> None:
+        try:
+            self.store.heartbeat(self.engine_id)
+        except Exception as exc:
+            self._record_error("heartbeat", exc)
+
+    def _recover(self) -> None:
+        """Recovery on every loop, not only at start: orphans of gone engines
+        (engine.store.recovery) and this engine's own unrecorded or stray runs (engine.run.runbook).
+        Its own job and thread, so a slow database never delays the heartbeat."""
+        try:
+            live = self.store.live_engine_ids(self._stale_after) | {self.engine_id}
+            for run in self.store.recover_orphans(live):
+                log.warning(
+                    "run %s of %s was left running by a gone engine: %s",
+                    run.id,
+                    run.schedule_name,
+                    run.reason,
+                )
+            self.book.repair(self.store, self.engine_id)
+        except Exception as exc:
+            self._record_error("recovery", exc)
+
+    def run_forever(self, stop: threading.Event | None = None) -> None:
+        """Run until ``stop`` is set or :meth:`request_stop` is called; then drain."""
+        scheduler = BackgroundScheduler(
+            timezone=UTC,
+            executors={
+                "actions": ThreadPoolExecutor(self.settings.max_concurrent_actions),
+                "polls": ThreadPoolExecutor(2),
+                "default": ThreadPoolExecutor(2),
+                "upkeep": ThreadPoolExecutor(1),
+            },
+        )
+        self._scheduler = scheduler
+        scheduler.start()
+        self.sync(force=True)
+        scheduler.add_job(
+            self.sync,
+            IntervalTrigger(seconds=self.settings.sync_interval_seconds),
+            id=SYNC_JOB_ID,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
+        scheduler.add_job(
+            self._heartbeat,
+            IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
+            id=HEARTBEAT_JOB_ID,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
+        scheduler.add_job(
+            self._recover,
+            IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
+            id=RECOVERY_JOB_ID,
+            executor="upkeep",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+        )
+        log.info("engine %s running", self.engine_id)
+        while not self._stopping.is_set():
+            if stop is not None and stop.is_set():
+                self._stopping.set()
+                break
+            self._stopping.wait(0.2)
+        self._drain(scheduler)
+
+    def _inflight_count(self) -> int:
+        with self._inflight_lock:
+            return len(self._inflight)
+
+    def _wait_for_inflight(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while self._inflight_count() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self._inflight_count() == 0
+
+    def _drain(self, scheduler: BackgroundScheduler) -> None:
+        # shutdown(wait=True) would hold APScheduler's job-store lock while waiting for
+        # jobs, and a job touching the scheduler (sync, re-timing) would deadlock on it.
+        # So: stop the scheduler without waiting, then wait for our own actions.
+        self._stopping.set()
+        scheduler.shutdown(wait=False)
+        # Claimed but not launched: back to the queue, in one transaction.
+        self._release_pending()
+        if not self._wait_for_inflight(self.settings.shutdown_grace_seconds):
+            with self._inflight_lock:
+                pending = list(self._inflight.values())
+            log.warning("cancelling %d running action(s) after the shutdown grace", len(pending))
+            for cancel in pending:
+                cancel.set()
+            self._wait_for_inflight(self.settings.kill_grace_seconds + 10)
+        self._scheduler = None

@@ -1,0 +1,1 @@
+"""What a schedule is: the validated spec, the YAML schedule file, argv rendering."""

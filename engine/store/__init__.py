@@ -1,0 +1,1 @@
+"""The database: every SQL statement, the ORM models, migrations and recovery."""

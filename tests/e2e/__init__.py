@@ -1,0 +1,1 @@
+"""Tests that run both programs, ghsim and the demo together."""

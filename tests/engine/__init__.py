@@ -1,0 +1,1 @@
+"""Tests of li, the schedule engine."""

@@ -1,0 +1,89 @@
+"""Quiet, structured logs: an idle engine says nothing at INFO; JSON times carry a zone."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from engine.clikit import JsonFormatter, TextFormatter
+from engine.store.store import Store
+
+LI = str(Path(sys.executable).with_name("li"))
+IDLE_WINDOW_SECONDS = 6.0  # more than one heartbeat and recovery pass (5 s) and ~20 syncs
+
+
+def test_an_idle_engine_logs_nothing_at_info(db: Engine, db_url: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "LI_DATABASE_URL": db_url,
+        "LI_COMMAND_ALLOWLIST": "true",
+        "LI_SYNC_INTERVAL": "0.3",
+    }
+    subprocess.run(
+        [LI, "schedule", "add", "later", "--every", "1h", "--command", "true"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    log_path = tmp_path / "engine.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            [LI, "--log-format", "json", "engine", "run"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+        )
+    try:
+        store = Store(db)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "running" not in log_path.read_text():
+            time.sleep(0.1)
+        startup = log_path.read_text()
+        assert "running" in startup, startup
+        assert store.list_engines(), "the engine registered no row"
+        time.sleep(IDLE_WINDOW_SECONDS)
+        idle = log_path.read_text()[len(startup) :]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert idle == "", idle
+    for line in startup.splitlines():
+        record = json.loads(line)
+        assert record["level"] == "info"
+        assert datetime.fromisoformat(record["time"]).utcoffset() is not None, line
+
+
+def test_json_and_text_log_times_carry_the_utc_offset() -> None:
+    record = logging.LogRecord("li", logging.INFO, __file__, 1, "hello %s", ("you",), None)
+    data = json.loads(JsonFormatter().format(record))
+    when = datetime.fromisoformat(data["time"])
+    assert when.utcoffset() is not None and abs(when.timestamp() - record.created) < 0.001
+    text = TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s").format(record)
+    stamp, rest = text.split(" ", 1)
+    assert datetime.fromisoformat(stamp).utcoffset() is not None and rest == "INFO li: hello you"
+
+
+def test_debug_logging_never_turns_on_httpx_url_lines() -> None:
+    from engine.clikit import configure_logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging("debug", "json")
+        assert logging.getLogger("apscheduler").level == logging.DEBUG
+        assert logging.getLogger("httpx").level == logging.WARNING
+        assert logging.getLogger("httpcore").level == logging.WARNING
+        configure_logging("info", "text")
+        assert logging.getLogger("apscheduler").level == logging.WARNING
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])

@@ -1,0 +1,1 @@
+"""Tests of kdev, the review wrapper."""

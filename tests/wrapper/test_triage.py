@@ -1,0 +1,249 @@
+"""Priority triage on real-looking bodies from each review bot (pure, no I/O)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wrapper.authorloop.feedback import build_feedback, summarise
+from wrapper.authorloop.threads import ReviewThread
+from wrapper.authorloop.triage import Basis, Priority, Source, classify, detect_source, triage
+
+GEMINI_CRITICAL = """![critical](https://www.gstatic.com/codereviewagent/critical.svg)
+
+The SQL query is built with an f-string from `user_id`, which comes straight from the
+request. This allows SQL injection.
+
+```suggestion
+cursor.execute("SELECT * FROM users WHERE id = %s", (user_id,))
+```"""
+
+GEMINI_HIGH = """![high](https://www.gstatic.com/codereviewagent/high-priority.svg)
+
+`close()` is never called on the file handle when `parse()` raises, so the descriptor
+leaks under load. Consider a `with` block."""
+
+GEMINI_MEDIUM_SERIOUS = """![medium](https://www.gstatic.com/codereviewagent/medium-priority.svg)
+
+This `except Exception: pass` swallows the timeout, so the caller never learns the
+upload failed. The error handling here should at least log and re-raise."""
+
+GEMINI_MEDIUM_STYLE = """![medium](https://www.gstatic.com/codereviewagent/medium-priority.svg)
+
+For readability, consider extracting this loop into a helper named `_collect_rows`."""
+
+GEMINI_LOW = """![low](https://www.gstatic.com/codereviewagent/low-priority.svg)
+
+Nit: the docstring says "retuns"."""
+
+BUGBOT_HIGH = """### Bug: Cache Key Ignores Token Scope
+
+<!-- **High Severity** -->
+
+<!-- DESCRIPTION START -->
+The cache key is built from the URL only, so two tokens share cached bodies and one
+user can read another's private listing.
+<!-- DESCRIPTION END -->
+
+<!-- BUGBOT_BUG_ID: 3f1c2a9e-0b7d-4d55-9a57-8f0e2d1c6b11 -->
+
+[Fix in Cursor](https://cursor.com/open?data=abc) • [Fix in Web](https://cursor.com/agents?id=1)"""
+
+BUGBOT_MEDIUM = """### Bug: Retry Counter Never Resets
+
+<!-- **Medium Severity** -->
+
+<!-- DESCRIPTION START -->
+After one successful call the retry counter keeps its value.
+<!-- DESCRIPTION END -->"""
+
+CLAUDE_CRITICAL = """## Code Review
+
+### Critical Issues
+
+🚨 **Race in `claim()`**: two workers can both read `lease_until` as expired and both
+claim the job; the UPDATE needs a `WHERE lease_owner IS NULL` guard.
+
+### Suggestions
+- Rename `tmp2` to `pending_rows`."""
+
+CLAUDE_WARNING_SERIOUS = """⚠️ **Potential issue**: renaming `--reviews` to `--reviews-dir` is a
+breaking change for existing cron entries; keep the old flag as an alias."""
+
+CLAUDE_WARNING_STYLE = (
+    """⚠️ Minor: this function is getting long (80 lines); consider splitting it."""
+)
+
+HUMAN_SERIOUS = "This returns the wrong value when the list is empty (off-by-one on line 12)."
+HUMAN_NIT = "Could we name this `deadline` instead of `t`?"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (GEMINI_CRITICAL, Priority.P1),
+        (GEMINI_HIGH, Priority.P1),
+        (GEMINI_MEDIUM_SERIOUS, Priority.P2),
+        # the marker wins over the (absent) keywords: Gemini's medium is P2
+        (GEMINI_MEDIUM_STYLE, Priority.P2),
+        (GEMINI_LOW, Priority.P3),
+        (BUGBOT_HIGH, Priority.P1),
+        (BUGBOT_MEDIUM, Priority.P2),
+        (CLAUDE_CRITICAL, Priority.P1),
+        (CLAUDE_WARNING_SERIOUS, Priority.P2),
+        (CLAUDE_WARNING_STYLE, Priority.P3),
+        (HUMAN_SERIOUS, Priority.P2),
+        (HUMAN_NIT, Priority.P3),
+        ("", Priority.P3),
+    ],
+)
+def test_priority_of_real_bodies(body: str, expected: Priority) -> None:
+    assert classify(body) == expected
+
+
+def test_bugbot_high_severity_outside_a_comment_counts_too() -> None:
+    assert classify("**High Severity**\n\nThe lock is never released.") == Priority.P1
+
+
+def test_changes_requested_summary_is_at_least_p2() -> None:
+    assert classify("Please split this PR.", review_state="CHANGES_REQUESTED") == Priority.P2
+    assert classify("Please split this PR.", review_state="APPROVED") == Priority.P3
+
+
+@pytest.mark.parametrize(
+    ("login", "kind", "source"),
+    [
+        ("gemini-code-assist[bot]", "Bot", Source.GEMINI),
+        ("cursor[bot]", "Bot", Source.BUGBOT),
+        ("claude[bot]", "Bot", Source.CLAUDE),
+        ("dependabot[bot]", "Bot", Source.BOT),
+        ("renovate", "Bot", Source.BOT),
+        ("alice", "User", Source.HUMAN),
+        (None, None, Source.HUMAN),
+    ],
+)
+def test_source_by_login(login: str | None, kind: str | None, source: Source) -> None:
+    assert detect_source(login, kind) == source
+
+
+def _comment(i: int, login: str, body: str, **extra: object) -> dict[str, object]:
+    return {
+        "id": i,
+        "node_id": f"N{i}",
+        "user": {"login": login, "type": "Bot" if login.endswith("[bot]") else "User"},
+        "body": body,
+        "created_at": f"2024-05-01T00:00:{i:02d}Z",
+        **extra,
+    }
+
+
+def test_build_feedback_and_summary_by_priority_and_file() -> None:
+    issue = [_comment(1, "claude[bot]", CLAUDE_CRITICAL)]
+    inline = [
+        _comment(2, "gemini-code-assist[bot]", GEMINI_HIGH, path="src/io.py", line=4),
+        _comment(3, "alice", "Agreed.", path="src/io.py", line=4, in_reply_to_id=2),
+        _comment(4, "cursor[bot]", BUGBOT_HIGH, path="src/cache.py", line=9),
+    ]
+    reviews = [
+        {"id": 5, "node_id": "R5", "user": {"login": "bob"}, "state": "COMMENTED", "body": ""},
+        {
+            "id": 6,
+            "node_id": "R6",
+            "user": {"login": "bob"},
+            "state": "APPROVED",
+            "body": "LGTM",
+            "submitted_at": "2024-05-01T00:01:00Z",
+        },
+    ]
+    threads = [
+        ReviewThread("T2", True, "src/io.py", 4, "N2", 2, 2),
+        ReviewThread("T4", False, "src/cache.py", 9, "N4", 4, 1),
+    ]
+    items = build_feedback(issue, inline, reviews, threads)
+    assert [(i.kind, i.id, i.priority.value) for i in items] == [
+        ("issue", 1, "P1"),
+        ("inline", 2, "P1"),
+        ("inline", 4, "P1"),
+        ("review", 6, "P3"),
+    ]
+    assert items[1].replies == 1 and items[1].resolved is True and items[2].resolved is False
+    report = summarise("o/r", 1, items, open_threads=1)
+    assert report.by_priority == {"P1": 3, "P2": 0, "P3": 1}
+    assert report.by_source == {"claude": 1, "gemini": 1, "bugbot": 1, "human": 1}
+    assert report.by_file["src/cache.py"] == {"P1": 1, "P2": 0, "P3": 0}
+    assert report.by_file["(conversation)"] == {"P1": 1, "P2": 0, "P3": 1}
+
+
+# --- explicit markers of each bot (issue 17) ---------------------------------------------
+
+MARKER_CASES = [
+    ("_⚠️ Potential issue_ | _🔴 Critical_\n\n**Renames the working dir.**", "P1"),
+    ("_⚠️ Potential issue_ | _🟠 Major_\n\n**Missing await.**", "P2"),
+    ("_⚠️ Potential issue_ | _🟡 Minor_\n\n**SQL injection in a test fixture.**", "P3"),
+    ("_⚠️ Potential issue_\n\n**Off by one.**", "P2"),
+    ("_🛠️ Refactor suggestion_\n\nThis crashes nothing; extract a helper.", "P3"),
+    ("<summary>🧹 Nitpick comments (2)</summary> a race condition, nit", "P3"),
+    ("![critical](https://www.gstatic.com/codereviewagent/critical.svg)\n\nx", "P1"),
+    ("![security-high](https://www.gstatic.com/codereviewagent/security-high-priority.svg)", "P1"),
+    ("![medium](https://www.gstatic.com/codereviewagent/medium-priority.svg) style", "P2"),
+    ("![low](https://www.gstatic.com/codereviewagent/low-priority.svg) data loss", "P3"),
+    ("### Lock never released\n\n**Medium Severity**\n\nThe lock leaks.", "P2"),
+    ("### Typo in log\n\n**Low Severity**\n\nA crash message is misspelled.", "P3"),
+    ("**<sub><sub>![P1 Badge](https://img.shields.io/badge/P1-orange)</sub></sub> X**", "P1"),
+    ("**<sub><sub>![P3 Badge](https://img.shields.io/badge/P3-blue)</sub></sub> X**", "P3"),
+    ('<img alt="P2" src="https://greptile-static-assets.s3.amazonaws.com/badges/p2.svg"> x', "P2"),
+    ("[nitpick] The variable name could be clearer; it will fail nothing.", "P3"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), MARKER_CASES)
+def test_an_explicit_marker_wins_over_keywords(body: str, expected: str) -> None:
+    decided = triage(body)
+    assert decided.priority == expected
+    assert decided.basis == Basis.MARKER and decided.marker
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Nit (test only): this assertion gives a false sense of security.",
+        "In this test helper the mock appears to have a bug in its name; nit.",
+        "This gives a false sense of security; consider a stricter assert.",
+        "Consider renaming `x`; the security of this is fine.",
+    ],
+)
+def test_the_keyword_fallback_is_conservative(body: str) -> None:
+    decided = triage(body)
+    assert decided.priority == Priority.P3 and decided.basis == Basis.HEURISTIC
+
+
+def test_an_unknown_bot_falls_back_to_keywords_and_says_so() -> None:
+    body = "This deletes the cache before the write, so a crash causes data loss."
+    decided = triage(body)
+    assert (decided.priority, decided.basis) == (Priority.P2, Basis.HEURISTIC)
+    [item] = build_feedback([_comment(1, "some-reviewer[bot]", body)], [], [], [])
+    shown = item.to_json()
+    assert shown["source"] == "bot" and shown["priority_source"] == "heuristic"
+    assert shown["marker"] == decided.marker
+
+
+def test_the_json_names_the_deciding_marker() -> None:
+    body = "_⚠️ Potential issue_ | _🔴 Critical_\n\nThis is a nit, but a data loss."
+    [item] = build_feedback([_comment(1, "coderabbitai[bot]", body)], [], [], [])
+    shown = item.to_json()
+    assert shown["source"] == "coderabbit" and shown["priority"] == "P1"
+    assert shown["priority_source"] == "marker"
+    assert shown["marker"] == "coderabbit-severity: _🔴 Critical_"
+
+
+@pytest.mark.parametrize(
+    ("login", "source"),
+    [
+        ("coderabbitai[bot]", Source.CODERABBIT),
+        ("chatgpt-codex-connector[bot]", Source.CODEX),
+        ("greptile-apps[bot]", Source.GREPTILE),
+        ("Copilot", Source.COPILOT),
+        ("copilot-pull-request-reviewer[bot]", Source.COPILOT),
+    ],
+)
+def test_new_bot_sources(login: str, source: Source) -> None:
+    assert detect_source(login, "Bot") == source

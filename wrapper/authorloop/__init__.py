@@ -1,0 +1,1 @@
+"""The author's loop: watch, comments, triage, threads and PR status."""

@@ -1,0 +1,213 @@
+"""All feedback on a pull request, with source and priority (``kdev comments``).
+
+Feedback is every issue-level comment, every inline thread's first comment (replies are
+counted on their thread, not triaged again) and every review summary with a body or a
+decision (an empty COMMENTED review only carries inline comments). Inline comments carry
+their thread's resolution state, read with :func:`wrapper.authorloop.threads.list_review_threads`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.github.client import GitHubClient, GitHubError
+from wrapper.authorloop.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
+from wrapper.authorloop.triage import Basis, Priority, Source, detect_source, triage
+from wrapper.errors import KdevError
+
+CONVERSATION = "(conversation)"
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One piece of feedback. ``kind`` is ``issue``, ``inline`` or ``review``."""
+
+    kind: str
+    id: int
+    node_id: str
+    user: str
+    source: Source
+    priority: Priority
+    body: str
+    created_at: str
+    path: str | None = None
+    line: int | None = None
+    state: str | None = None  # review summaries: APPROVED, CHANGES_REQUESTED ...
+    thread_id: str | None = None
+    resolved: bool | None = None  # inline only
+    replies: int = 0
+    basis: Basis = Basis.HEURISTIC  # what decided the priority
+    marker: str | None = None  # the deciding marker (or keyword), if any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "node_id": self.node_id,
+            "user": self.user,
+            "source": self.source.value,
+            "priority": self.priority.value,
+            "priority_source": self.basis.value,
+            "marker": self.marker,
+            "path": self.path,
+            "line": self.line,
+            "state": self.state,
+            "thread_id": self.thread_id,
+            "resolved": self.resolved,
+            "replies": self.replies,
+            "created_at": self.created_at,
+            "body": self.body,
+        }
+
+
+@dataclass(frozen=True)
+class FeedbackReport:
+    """The feedback of one PR plus its summaries."""
+
+    repo: str
+    pr: int
+    items: list[Feedback]
+    by_priority: dict[str, int] = field(default_factory=dict)
+    by_source: dict[str, int] = field(default_factory=dict)
+    by_file: dict[str, dict[str, int]] = field(default_factory=dict)
+    open_threads: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "by_priority": self.by_priority,
+            "by_source": self.by_source,
+            "by_file": self.by_file,
+            "open_threads": self.open_threads,
+            "items": [item.to_json() for item in self.items],
+        }
+
+
+def _login(item: dict[str, Any]) -> tuple[str, str | None]:
+    user = item.get("user")
+    if not isinstance(user, dict):
+        return "ghost", None
+    return str(user.get("login") or "ghost"), user.get("type")
+
+
+def _listing(github: GitHubClient, path: str) -> list[dict[str, Any]]:
+    try:
+        body = github.get_rest(path, {"per_page": 100}, paginate=True, max_pages=30).body
+    except GitHubError as exc:
+        raise KdevError(
+            f"cannot read {path}: {exc.message} [{exc.reason}]", GITHUB_READ_FAILED
+        ) from None
+    return [item for item in body if isinstance(item, dict)]
+
+
+def build_feedback(
+    issue_comments: list[dict[str, Any]],
+    review_comments: list[dict[str, Any]],
+    reviews: list[dict[str, Any]],
+    threads: list[ReviewThread],
+) -> list[Feedback]:
+    """Pure: the raw REST objects and the threads as :class:`Feedback`, oldest first."""
+    by_root = {t.first_comment_id: t for t in threads if t.first_comment_id is not None}
+    replies = Counter(
+        c.get("in_reply_to_id") for c in review_comments if c.get("in_reply_to_id") is not None
+    )
+    items: list[Feedback] = []
+    for c in issue_comments:
+        login, kind = _login(c)
+        body = str(c.get("body") or "")
+        items.append(
+            Feedback(
+                "issue",
+                int(c["id"]),
+                str(c.get("node_id") or ""),
+                login,
+                detect_source(login, kind),
+                (decided := triage(body)).priority,
+                body,
+                str(c.get("created_at") or ""),
+                basis=decided.basis,
+                marker=decided.marker,
+            )
+        )
+    for c in review_comments:
+        if c.get("in_reply_to_id") is not None:
+            continue
+        login, kind = _login(c)
+        body = str(c.get("body") or "")
+        thread = by_root.get(int(c["id"]))
+        line = c.get("line") if c.get("line") is not None else c.get("original_line")
+        items.append(
+            Feedback(
+                "inline",
+                int(c["id"]),
+                str(c.get("node_id") or ""),
+                login,
+                detect_source(login, kind),
+                (decided := triage(body)).priority,
+                body,
+                str(c.get("created_at") or ""),
+                basis=decided.basis,
+                marker=decided.marker,
+                path=c.get("path"),
+                line=line if isinstance(line, int) else None,
+                thread_id=thread.id if thread else None,
+                resolved=thread.is_resolved if thread else False,
+                replies=replies.get(c.get("id"), 0),
+            )
+        )
+    for r in reviews:
+        state = str(r.get("state") or "")
+        body = str(r.get("body") or "")
+        if not body.strip() and state in ("COMMENTED", "PENDING", ""):
+            continue
+        login, kind = _login(r)
+        items.append(
+            Feedback(
+                "review",
+                int(r["id"]),
+                str(r.get("node_id") or ""),
+                login,
+                detect_source(login, kind),
+                (decided := triage(body, review_state=state)).priority,
+                body,
+                str(r.get("submitted_at") or ""),
+                basis=decided.basis,
+                marker=decided.marker,
+                state=state,
+            )
+        )
+    items.sort(key=lambda f: (f.created_at, f.id))
+    return items
+
+
+def summarise(repo: str, pr: int, items: list[Feedback], open_threads: int) -> FeedbackReport:
+    """Pure: counts by priority, by source and by file (``(conversation)`` for
+    issue-level comments and review summaries)."""
+    by_priority = {p.value: 0 for p in Priority}
+    by_source: dict[str, int] = {}
+    by_file: dict[str, dict[str, int]] = {}
+    for item in items:
+        by_priority[item.priority.value] += 1
+        by_source[item.source.value] = by_source.get(item.source.value, 0) + 1
+        where = by_file.setdefault(item.path or CONVERSATION, {p.value: 0 for p in Priority})
+        where[item.priority.value] += 1
+    return FeedbackReport(repo, pr, items, by_priority, by_source, by_file, open_threads)
+
+
+def collect_feedback(
+    github: GitHubClient, repo: str, pr: int, *, unresolved: bool = False
+) -> FeedbackReport:
+    """Read and triage all feedback on ``repo`` #``pr``. ``unresolved`` keeps inline
+    comments of open threads only (issue-level comments and summaries have no thread)."""
+    issue_comments = _listing(github, f"repos/{repo}/issues/{pr}/comments")
+    review_comments = _listing(github, f"repos/{repo}/pulls/{pr}/comments")
+    reviews = _listing(github, f"repos/{repo}/pulls/{pr}/reviews")
+    threads = list_review_threads(github, repo, pr)
+    items = build_feedback(issue_comments, review_comments, reviews, threads)
+    if unresolved:
+        items = [i for i in items if i.kind == "inline" and not i.resolved]
+    open_threads = sum(1 for t in threads if not t.is_resolved)
+    return summarise(repo, pr, items, open_threads)

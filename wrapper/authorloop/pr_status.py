@@ -1,0 +1,148 @@
+"""``kdev pr-status``: how close a pull request is to merge-ready.
+
+It joins what kdev knows (the ledger: reviewed heads and their verdict files, carried
+heads) with what GitHub says (feedback by priority and source, open threads, check runs
+at the head). A round is one *reviewed* head (carried heads reuse a round's verdict). A
+round "has P1/P2 findings" when its verdict is REQUEST_CHANGES or its verdict body names
+a ``P1``/``P2`` finding; ``last_two_rounds_clean`` needs two rounds, both without.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from engine.github.client import GitHubClient, GitHubError
+from wrapper.authorloop.feedback import FeedbackReport, collect_feedback
+from wrapper.authorloop.watch import check_bucket
+from wrapper.errors import KdevError
+from wrapper.ledger.ledger import Ledger, format_timestamp
+
+_SEVERE = re.compile(r"\bP[12]\b")
+
+
+@dataclass(frozen=True)
+class Round:
+    head_sha: str
+    patch_id: str
+    verdict: str
+    reviewed_at: str
+    severe_findings: bool
+    carried_heads: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "head_sha": self.head_sha,
+            "patch_id": self.patch_id,
+            "verdict": self.verdict,
+            "reviewed_at": self.reviewed_at,
+            "severe_findings": self.severe_findings,
+            "carried_heads": self.carried_heads,
+        }
+
+
+@dataclass(frozen=True)
+class PrStatus:
+    repo: str
+    pr: int
+    head_sha: str
+    rounds: list[Round]
+    feedback: FeedbackReport
+    ci: dict[str, str]  # check name -> bucket at the head
+    ci_state: str  # passing | failing | pending | none | unknown
+
+    @property
+    def last_two_rounds_clean(self) -> bool:
+        return len(self.rounds) >= 2 and not any(r.severe_findings for r in self.rounds[-2:])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "rounds": [r.to_json() for r in self.rounds],
+            "last_two_rounds_clean": self.last_two_rounds_clean,
+            "feedback_by_priority": self.feedback.by_priority,
+            "feedback_by_source": self.feedback.by_source,
+            "open_threads": self.feedback.open_threads,
+            "ci_state": self.ci_state,
+            "ci": self.ci,
+        }
+
+    def lines(self) -> list[str]:
+        """The human summary, one fact per line."""
+        out = [f"{self.repo} #{self.pr} head {self.head_sha[:12]}"]
+        out.append(f"review rounds: {len(self.rounds)}")
+        for r in self.rounds:
+            carried = f" (carried to {', '.join(h[:12] for h in r.carried_heads)})"
+            severe = " P1/P2" if r.severe_findings else ""
+            out.append(
+                f"  {r.reviewed_at} {r.head_sha[:12]} {r.verdict}{severe}"
+                f"{carried if r.carried_heads else ''}"
+            )
+        clean = "yes" if self.last_two_rounds_clean else "no"
+        out.append(f"last two rounds without P1/P2: {clean}")
+        prio = ", ".join(f"{k} {v}" for k, v in self.feedback.by_priority.items())
+        source = ", ".join(f"{k} {v}" for k, v in sorted(self.feedback.by_source.items()))
+        out.append(f"feedback: {prio}" + (f" ({source})" if source else ""))
+        out.append(f"open threads: {self.feedback.open_threads}")
+        checks = ", ".join(f"{k}: {v}" for k, v in sorted(self.ci.items()))
+        out.append(f"ci: {self.ci_state}" + (f" ({checks})" if checks else ""))
+        return out
+
+
+def review_rounds(ledger: Ledger, repo: str, pr: int) -> list[Round]:
+    """The reviewed heads of ``repo`` #``pr``, oldest first, with their carried heads."""
+    index = ledger.read_index(repo, pr)
+    rounds = []
+    for head, entry in sorted(index.items(), key=lambda kv: kv[1].reviewed_at):
+        if entry.carried_from is not None:
+            continue
+        record = ledger.find_verdict(repo, pr, entry.patch_id)
+        body = record.body if record else ""
+        rounds.append(
+            Round(
+                head_sha=head,
+                patch_id=entry.patch_id,
+                verdict=entry.verdict,
+                reviewed_at=format_timestamp(entry.reviewed_at),
+                severe_findings=entry.verdict == "REQUEST_CHANGES" or bool(_SEVERE.search(body)),
+                carried_heads=sorted(h for h, e in index.items() if e.carried_from == head),
+            )
+        )
+    return rounds
+
+
+def ci_summary(runs: list[Any]) -> tuple[dict[str, str], str]:
+    """Pure: check runs as name -> bucket (the newest run of a name wins) and one state."""
+    buckets: dict[str, str] = {}
+    for run in sorted((r for r in runs if isinstance(r, dict)), key=lambda r: r.get("id", 0)):
+        buckets[str(run.get("name"))] = check_bucket(run.get("status"), run.get("conclusion"))
+    values = set(buckets.values())
+    if not values:
+        return buckets, "none"
+    if values & {"fail", "cancel"}:
+        return buckets, "failing"
+    if "pending" in values:
+        return buckets, "pending"
+    return buckets, "passing"
+
+
+def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrStatus:
+    """Read everything :class:`PrStatus` reports (GitHub errors propagate as KdevError)."""
+    try:
+        head = github.get_pull(repo, pr).head_sha
+        runs = github.get_rest(
+            f"repos/{repo}/commits/{head}/check-runs",
+            {"per_page": 100},
+            paginate=True,
+            items_key="check_runs",
+        ).body
+    except GitHubError as exc:
+        raise KdevError(
+            f"cannot read {repo} #{pr}: {exc.message} [{exc.reason}]", "github_read_failed"
+        ) from None
+    ci, state = ci_summary(runs)
+    feedback = collect_feedback(github, repo, pr)
+    return PrStatus(repo, pr, head, review_rounds(ledger, repo, pr), feedback, ci, state)

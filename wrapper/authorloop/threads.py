@@ -1,0 +1,291 @@
+"""Review threads of a pull request, and closing feedback out: reply, resolve, hide.
+
+* :func:`list_review_threads` pages ``reviewThreads(first: 100, after:)`` over GraphQL
+  until ``hasNextPage`` is false, so a PR with more than 100 threads is read whole.
+* :func:`reply` answers an inline comment through the replies endpoint
+  (``POST /repos/{o}/{r}/pulls/{n}/comments/{id}/replies``), an issue-level comment with
+  a new PR comment that quotes its id; a review summary has no reply on GitHub and is
+  refused (``review_summary_no_reply``).
+* :func:`resolve` finds the thread whose first comment has the given node id and runs
+  ``resolveReviewThread``; :func:`hide` runs ``minimizeComment(classifier: OUTDATED)``.
+
+Everything posted goes through the one comment gate, :func:`wrapper.comments.post_gated`
+(prepared with the configured ``mention_handle``, or prose escaped without one; secret
+canary; the posted id recorded in the ledger, which is required, so kdev never answers
+its own comments).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.github.client import NOT_FOUND, GitHubClient, GitHubError
+from wrapper.comments import post_gated
+from wrapper.config import KdevConfig
+from wrapper.errors import ConfigError, KdevError
+from wrapper.ledger.ledger import Ledger
+
+log = logging.getLogger("kdev.threads")
+
+THREAD_NOT_FOUND = "thread_not_found"
+COMMENT_NOT_FOUND = "comment_not_found"
+COMMENT_NOT_ON_PR = "comment_not_on_pr"
+REVIEW_SUMMARY_NO_REPLY = "review_summary_no_reply"
+REPLY_FAILED = "reply_failed"
+RESOLVE_FAILED = "resolve_failed"
+HIDE_FAILED = "hide_failed"
+NODE_NOT_FOUND = "node_not_found"
+GITHUB_READ_FAILED = "github_read_failed"
+
+THREADS_QUERY = """
+query($owner: String!, $name: String!, $number: Int!, $first: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: $first, after: $after) {
+        totalCount
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id isResolved isOutdated path line
+          comments(first: 1) { totalCount nodes { id databaseId author { login } } }
+        }
+      }
+    }
+  }
+}
+""".strip()
+
+RESOLVE_MUTATION = """
+mutation($threadId: ID!) {
+  resolveReviewThread(input: {threadId: $threadId}) { thread { id isResolved } }
+}
+""".strip()
+
+MINIMIZE_MUTATION = """
+mutation($subjectId: ID!, $classifier: ReportedContentClassifiers!) {
+  minimizeComment(input: {subjectId: $subjectId, classifier: $classifier}) {
+    minimizedComment { isMinimized minimizedReason }
+  }
+}
+""".strip()
+
+MAX_THREAD_PAGES = 50
+
+
+@dataclass(frozen=True)
+class ReviewThread:
+    """One review thread: its node id, state, place, and its first comment's ids."""
+
+    id: str
+    is_resolved: bool
+    path: str | None
+    line: int | None
+    first_comment_node: str | None
+    first_comment_id: int | None
+    comment_count: int
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    """A posted reply: ``kind`` ``inline`` (threaded) or ``issue`` (a new PR comment)."""
+
+    kind: str
+    id: int
+    node_id: str
+    html_url: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "node_id": self.node_id, "url": self.html_url}
+
+
+def _github_error(what: str, exc: GitHubError, reason: str) -> KdevError:
+    return KdevError(f"{what}: {exc.message} [{exc.reason}]", reason)
+
+
+def list_review_threads(github: GitHubClient, repo: str, pr: int) -> list[ReviewThread]:
+    """Every review thread of ``repo`` #``pr``, in GitHub's order, across all pages."""
+    owner, name = repo.split("/", 1)
+    threads: list[ReviewThread] = []
+    after: str | None = None
+    for _ in range(MAX_THREAD_PAGES):
+        try:
+            data = github.graphql(
+                THREADS_QUERY,
+                {"owner": owner, "name": name, "number": pr, "first": 100, "after": after},
+            )
+        except GitHubError as exc:
+            raise _github_error(
+                f"cannot read the review threads of {repo} #{pr}", exc, GITHUB_READ_FAILED
+            ) from None
+        try:
+            connection = data["repository"]["pullRequest"]["reviewThreads"]
+            for node in connection["nodes"]:
+                first = (node.get("comments") or {}).get("nodes") or [{}]
+                threads.append(
+                    ReviewThread(
+                        id=str(node["id"]),
+                        is_resolved=bool(node["isResolved"]),
+                        path=node.get("path"),
+                        line=node.get("line"),
+                        first_comment_node=first[0].get("id"),
+                        first_comment_id=first[0].get("databaseId"),
+                        comment_count=int((node.get("comments") or {}).get("totalCount") or 0),
+                    )
+                )
+            info = connection["pageInfo"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise KdevError(
+                f"unreadable review threads of {repo} #{pr}: {type(exc).__name__}: {exc}",
+                GITHUB_READ_FAILED,
+            ) from None
+        if not info.get("hasNextPage"):
+            return threads
+        after = info.get("endCursor")
+    log.warning("%s #%s: more than %d pages of review threads", repo, pr, MAX_THREAD_PAGES)
+    return threads
+
+
+def _belongs_to(comment: dict[str, Any], pr: int, key: str) -> bool:
+    url = comment.get(key)
+    return isinstance(url, str) and url.rstrip("/").endswith(f"/{pr}")
+
+
+def reply(
+    github: GitHubClient,
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    repo: str,
+    pr: int,
+    comment_id: int,
+    text: str,
+    ledger: Ledger,
+) -> ReplyResult:
+    """Reply to comment ``comment_id`` of ``repo`` #``pr`` with ``text``.
+
+    An inline (review) comment gets a threaded reply; an issue-level comment a new PR
+    comment quoting the id; a review summary is refused (``review_summary_no_reply``).
+    Unknown ids are ``comment_not_found``; a comment of another PR ``comment_not_on_pr``.
+    """
+    if not text.strip():
+        raise ConfigError("the reply text is empty", "invalid_reply")
+    inline = _find(github, repo, comment_id, "review")
+    if inline is not None:
+        if not _belongs_to(inline, pr, "pull_request_url"):
+            raise KdevError(f"comment {comment_id} is not on {repo} #{pr}", COMMENT_NOT_ON_PR)
+        path = f"repos/{repo}/pulls/{pr}/comments/{comment_id}/replies"
+        what = f"cannot reply to comment {comment_id}"
+        return _gated(github, ledger, config, environ, repo, pr, text, "inline", path, what)
+    issue = _find(github, repo, comment_id, "issue")
+    if issue is not None:
+        if not _belongs_to(issue, pr, "issue_url"):
+            raise KdevError(f"comment {comment_id} is not on {repo} #{pr}", COMMENT_NOT_ON_PR)
+        user = (issue.get("user") or {}).get("login") or "ghost"
+        quoted = f"> Re: comment {comment_id} by {user}\n\n{text}"
+        path = f"repos/{repo}/issues/{pr}/comments"
+        return _gated(
+            github, ledger, config, environ, repo, pr, quoted, "issue", path, "cannot post reply"
+        )
+    if _is_review(github, repo, pr, comment_id):
+        raise KdevError(
+            f"{comment_id} is a review summary of {repo} #{pr}; GitHub has no reply to a "
+            "review summary (reply on the PR instead)",
+            REVIEW_SUMMARY_NO_REPLY,
+        )
+    raise KdevError(f"no comment {comment_id} on {repo} #{pr}", COMMENT_NOT_FOUND)
+
+
+def _find(github: GitHubClient, repo: str, comment_id: int, kind: str) -> dict[str, Any] | None:
+    try:
+        return github.get_comment(repo, comment_id, kind)
+    except GitHubError as exc:
+        if exc.reason == NOT_FOUND:
+            return None
+        raise _github_error(f"cannot read comment {comment_id}", exc, GITHUB_READ_FAILED) from None
+
+
+def _is_review(github: GitHubClient, repo: str, pr: int, review_id: int) -> bool:
+    try:
+        reviews = github.get_rest(
+            f"repos/{repo}/pulls/{pr}/reviews", {"per_page": 100}, paginate=True
+        ).body
+    except GitHubError as exc:
+        raise _github_error(f"cannot list the reviews of #{pr}", exc, GITHUB_READ_FAILED) from None
+    return any(isinstance(r, dict) and r.get("id") == review_id for r in reviews)
+
+
+def _gated(
+    github: GitHubClient,
+    ledger: Ledger,
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    repo: str,
+    pr: int,
+    raw: str,
+    kind: str,
+    path: str,
+    what: str,
+) -> ReplyResult:
+    """Posts ``raw`` to ``path`` through the one comment gate (prepared, secret canary,
+    id recorded in the ledger)."""
+
+    def send(body: str) -> dict[str, Any]:
+        try:
+            return github.post_rest(path, {"body": body})
+        except GitHubError as exc:
+            raise _github_error(what, exc, REPLY_FAILED) from None
+
+    created = post_gated(
+        ledger, config, environ, repo, pr, raw, f"reply-{kind}", send, REPLY_FAILED
+    )
+    return ReplyResult(
+        kind, created["id"], str(created.get("node_id") or ""), str(created.get("html_url") or "")
+    )
+
+
+def resolve(github: GitHubClient, repo: str, pr: int, node: str) -> ReviewThread:
+    """Resolve the thread of ``repo`` #``pr`` whose first comment has node id ``node``.
+
+    Returns the thread (``is_resolved`` True). An already resolved thread is returned
+    unchanged; no such thread is ``thread_not_found``.
+    """
+    for thread in list_review_threads(github, repo, pr):
+        if thread.first_comment_node != node:
+            continue
+        if thread.is_resolved:
+            return thread
+        try:
+            data = github.graphql(RESOLVE_MUTATION, {"threadId": thread.id})
+            done = bool(data["resolveReviewThread"]["thread"]["isResolved"])
+        except GitHubError as exc:
+            raise _github_error(f"cannot resolve thread {thread.id}", exc, RESOLVE_FAILED) from None
+        except (KeyError, TypeError) as exc:
+            raise KdevError(f"unreadable resolve answer: {exc}", RESOLVE_FAILED) from None
+        return ReviewThread(
+            thread.id,
+            done,
+            thread.path,
+            thread.line,
+            thread.first_comment_node,
+            thread.first_comment_id,
+            thread.comment_count,
+        )
+    raise KdevError(
+        f"no review thread of {repo} #{pr} starts with comment {node}", THREAD_NOT_FOUND
+    )
+
+
+def hide(github: GitHubClient, node: str) -> str:
+    """Minimize the comment ``node`` as OUTDATED; returns GitHub's minimized reason.
+    An unknown node is ``node_not_found``."""
+    try:
+        data = github.graphql(MINIMIZE_MUTATION, {"subjectId": node, "classifier": "OUTDATED"})
+    except GitHubError as exc:
+        reason = NODE_NOT_FOUND if exc.reason == NOT_FOUND else HIDE_FAILED
+        raise _github_error(f"cannot hide {node}", exc, reason) from None
+    try:
+        minimized = data["minimizeComment"]["minimizedComment"]
+        return str(minimized.get("minimizedReason") or "outdated")
+    except (KeyError, TypeError) as exc:
+        raise KdevError(f"unreadable hide answer: {exc}", HIDE_FAILED) from None

@@ -1,0 +1,1 @@
+"""The ``kdev`` command line, one module per verb group."""

@@ -1,0 +1,1 @@
+"""The review ledger on disk: verdicts, index, locks, deferrals, legs and outcomes."""

@@ -1,0 +1,208 @@
+"""Notification delivery recorded in the ledger (issue 10 item 9b).
+
+Before a verdict file is written, ``pr-N/undelivered-<patch_id>.json`` records what is
+owed for it: the verdict notice, and the PR comment when a ``github-comment`` target is
+configured. Each part is crossed off once it was handed over (the notice: :func:`send`
+returned; the comment: GitHub answered with its id), and the file is deleted when
+nothing is owed. A kdev killed between the verdict and the notice leaves the file, so
+the next run that finds the verdict (``carried_forward``) delivers what is still owed,
+once: delivery runs under ``pr-N/.delivery.lock``, and whoever holds it re-reads the
+file first. The remaining window is a kill between a hand-over and its crossing-off,
+which can repeat that one part; it never loses one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wrapper.comments import post_comment, review_comment_text
+from wrapper.errors import KdevError, LedgerError
+from wrapper.leakscan import known_secrets
+from wrapper.ledger.ledger import Ledger, VerdictRecord, check_sha
+from wrapper.notify import send, verdict_notification
+
+if TYPE_CHECKING:
+    from wrapper.review.review import ReviewContext, ReviewRequest
+
+log = logging.getLogger("kdev.review")
+
+_FILE_MODE = 0o600
+
+
+@dataclass(frozen=True)
+class Owed:
+    """What is still owed for the verdict of ``patch_id``."""
+
+    patch_id: str
+    head_sha: str
+    notice: bool
+    comment: bool
+
+
+def _path(ledger: Ledger, repo: str, pr: int, patch_id: str) -> Path:
+    return ledger.pr_dir(repo, pr) / f"undelivered-{check_sha(patch_id, 'patch_id')}.json"
+
+
+def _write(path: Path, owed: Owed) -> None:
+    if not (owed.notice or owed.comment):
+        path.unlink(missing_ok=True)
+        return
+    text = json.dumps(
+        {
+            "patch_id": owed.patch_id,
+            "head_sha": owed.head_sha,
+            "notice": owed.notice,
+            "comment": owed.comment,
+        }
+    )
+    try:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, _FILE_MODE)
+        os.replace(temp, path)
+    except OSError as exc:
+        raise LedgerError(f"cannot write {path}: {exc.strerror}", "ledger_write_failed") from None
+
+
+def _read(path: Path) -> Owed | None:
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise LedgerError(f"{path} is unreadable: {exc}", "ledger_read_failed") from None
+    if not isinstance(data, dict):
+        raise LedgerError(f"{path} is not an object", "ledger_read_failed")
+    return Owed(
+        patch_id=str(data.get("patch_id")),
+        head_sha=str(data.get("head_sha")),
+        notice=data.get("notice") is True,
+        comment=data.get("comment") is True,
+    )
+
+
+def record_owed(ledger: Ledger, repo: str, pr: int, owed: Owed) -> None:
+    """Records ``owed`` (before the verdict file is written)."""
+    path = _path(ledger, repo, pr, owed.patch_id)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _write(path, owed)
+
+
+def forget_owed(ledger: Ledger, repo: str, pr: int, patch_id: str) -> None:
+    """Drops the record (the verdict was not written after all)."""
+    _path(ledger, repo, pr, patch_id).unlink(missing_ok=True)
+
+
+@contextmanager
+def _delivery_lock(directory: Path) -> Iterator[None]:
+    fd = os.open(directory / ".delivery.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def deliver_owed(
+    ledger: Ledger,
+    repo: str,
+    pr: int,
+    patch_id: str,
+    send_notice: Callable[[], None],
+    post_comment: Callable[[], bool],
+) -> bool:
+    """Delivers whatever is still owed for ``patch_id`` (the notice, then the comment),
+    crossing each part off as it goes; True when anything was owed. ``post_comment``
+    returns whether the comment was posted (a failed post stays owed for the next run)."""
+    path = _path(ledger, repo, pr, patch_id)
+    if not path.parent.is_dir():
+        return False
+    with _delivery_lock(path.parent):
+        owed = _read(path)
+        if owed is None:
+            return False
+        if owed.notice:
+            send_notice()
+            owed = replace(owed, notice=False)
+            _write(path, owed)
+        if owed.comment and post_comment():
+            owed = replace(owed, comment=False)
+            _write(path, owed)
+        return True
+
+
+# --- step 9 of review-pr -----------------------------------------------------------
+
+
+def write_verdict_owing_delivery(
+    ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord
+) -> Path:
+    """Step 8: records the notice (and PR comment) as owed, then writes the verdict, so a
+    kdev killed before step 9 delivers them on its next run (:mod:`wrapper.ledger.delivery`)."""
+    owed = Owed(record.patch_id, req.head_sha, True, ctx.config.posts_review_comments)
+    record_owed(ctx.ledger, req.repo, req.pr, owed)
+    secrets = known_secrets(ctx.config, ctx.environ)
+    try:
+        return ctx.ledger.write_verdict(req.repo, req.pr, record, secrets=secrets)
+    except BaseException:
+        forget_owed(ctx.ledger, req.repo, req.pr, record.patch_id)
+        raise
+
+
+def deliver(ctx: ReviewContext, repo: str, pr: int, record: VerdictRecord) -> str:
+    """Step 9: whatever is still owed for ``record`` (the verdict notice, the PR comment),
+    exactly once; returns the comment's detail."""
+    path = ctx.ledger.verdict_path(repo, pr, record.patch_id)
+    details: list[str] = []
+
+    def notice() -> None:
+        note = verdict_notification(
+            repo, pr, record.verdict, record.pr_url, record.head_sha, str(path)
+        )
+        for problem in send(
+            ctx.config.notify, note, environ=ctx.environ, transport=ctx.notify_transport
+        ):
+            log.warning("notification failed: %s", problem)
+
+    def comment() -> bool:
+        posted, detail = post_review_comment(ctx, repo, pr, record)
+        details.append(detail)
+        return posted
+
+    deliver_owed(ctx.ledger, repo, pr, record.patch_id, notice, comment)
+    return "; ".join(details)
+
+
+def post_review_comment(
+    ctx: ReviewContext, repo: str, pr: int, record: VerdictRecord
+) -> tuple[bool, str]:
+    """Step 9, ``github-comment`` target: the round as one PR comment (neutralised,
+    escaped, secret canary), its id recorded. The verdict is already written, so a
+    failure is logged and reported in the detail (and stays owed), never raised."""
+    try:
+        posted = post_comment(
+            ctx.github,
+            ctx.ledger,
+            ctx.config,
+            ctx.environ,
+            repo,
+            pr,
+            review_comment_text(record),
+            "review",
+        )
+    except KdevError as exc:
+        log.warning("review comment not posted: %s [%s]", exc.message, exc.reason)
+        return False, f"comment not posted [{exc.reason}]"
+    return True, f"comment {posted.id} posted"

@@ -1,0 +1,1 @@
+"""``kdev review-pr`` and ``describe-pr``: gate, dedup, reviewer, verdict."""

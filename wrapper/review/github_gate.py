@@ -1,0 +1,46 @@
+"""Reading a PR's metadata for ``review-pr`` / ``describe-pr``: a GitHub failure is never
+mistaken for a fork (issue 10 item 4).
+
+Metadata that cannot be read fails the run (:class:`~wrapper.errors.GitHubFailed`, exit
+10) with one of three reasons, derived from the engine client's reason codes:
+
+- ``github_auth``: 401, 403 that is not a rate limit, 404 (GitHub answers 404 to a token
+  that cannot see a private repository): the token is wrong, revoked or lacks access;
+- ``github_unavailable``: 5xx, a timeout or another network failure, a rate limit, or
+  any other unexpected status;
+- ``github_malformed``: an answer kdev cannot parse.
+
+``skipped_fork`` is left to metadata that was read and positively names another head
+repository, or a null head repository (a deleted fork).
+"""
+
+from __future__ import annotations
+
+from engine.github.client import GitHubClient, GitHubError, PullRequest
+from wrapper.errors import GitHubFailed
+
+GITHUB_AUTH = "github_auth"
+GITHUB_UNAVAILABLE = "github_unavailable"
+GITHUB_MALFORMED = "github_malformed"
+
+
+def github_failure_reason(exc: GitHubError) -> str:
+    """The wrapper reason code for a failed metadata read."""
+    if exc.reason == "malformed_payload":
+        return GITHUB_MALFORMED
+    if exc.reason in ("auth_error", "not_found") or exc.status in (401, 403, 404):
+        if exc.reason not in ("rate_limited", "secondary_rate_limited"):
+            return GITHUB_AUTH
+    return GITHUB_UNAVAILABLE
+
+
+def read_pull(github: GitHubClient, repo: str, number: int) -> PullRequest:
+    """The PR's metadata (never its diff); :class:`GitHubFailed` when it cannot be read."""
+    try:
+        return github.get_pull(repo, number)
+    except GitHubError as exc:
+        reason = github_failure_reason(exc)
+        raise GitHubFailed(
+            f"cannot read the metadata of {repo} #{number}: {exc.message} [{exc.reason}]",
+            reason,
+        ) from None

@@ -1,0 +1,92 @@
+"""Patch-id of a pull request: what it changes, not how it got there (docs/decisions.md D3).
+
+The patch-id is the first field of ``git diff base...head | git patch-id --verbatim``: the
+diff runs from the merge base, so merging the base into the head, rebasing it, or
+force-pushing the same change as a new commit keeps the patch-id; any change to what
+the PR does gives a new one, whitespace included (re-indenting Python, YAML nesting or a
+Makefile tab is a change). An empty diff has no patch-id (None).
+
+The patch-id is always computed from exactly the commit the event named
+(:func:`fetch_head_commit`), never from whatever ``refs/pull/N/head`` points to now: an
+index entry ``head -> patch_id`` exists only if that patch-id was computed from that head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wrapper.errors import ConfigError, FetchError
+from wrapper.git import Git
+from wrapper.ledger.ledger import check_sha
+
+BASE_REF_PREFIX = "refs/kdev/base/"
+PULL_REF_PREFIX = "refs/kdev/pull/"
+
+
+@dataclass(frozen=True)
+class PatchInfo:
+    """The diff of one PR head against its base, and its patch-id."""
+
+    patch_id: str | None  # None when base...head is empty
+    diff: str  # git diff base...head, decoded as UTF-8 with replacement
+    head_sha: str  # the commit the head ref points to
+    base_sha: str  # the commit the base ref points to (the branch tip, not the merge base)
+
+
+def fetch_pr_refs(git: Git, base_branch: str, pr: int, remote: str = "origin") -> tuple[str, str]:
+    """Fetches the base branch and ``refs/pull/{pr}/head`` from ``remote`` in one fetch.
+
+    Both are force-updated into ``refs/kdev/``; returns ``(base_ref, head_ref)``, the local
+    ref names. Raises ``ConfigError`` ``invalid_branch`` for a name ``git check-ref-format
+    --branch`` refuses, ``invalid_pr`` for a pr that is not a positive int, and
+    ``FetchError`` ``fetch_failed`` when the fetch fails.
+    """
+    if isinstance(pr, bool) or not isinstance(pr, int) or pr < 1:
+        raise ConfigError(f"pull request number {pr!r} is not a positive integer", "invalid_pr")
+    if not git.is_valid_branch_name(base_branch):
+        raise ConfigError(f"{base_branch!r} is not a valid branch name", "invalid_branch")
+    base_ref = f"{BASE_REF_PREFIX}{base_branch}"
+    head_ref = f"{PULL_REF_PREFIX}{pr}/head"
+    git.fetch(
+        remote,
+        [f"+refs/heads/{base_branch}:{base_ref}", f"+refs/pull/{pr}/head:{head_ref}"],
+    )
+    return base_ref, head_ref
+
+
+def fetch_head_commit(git: Git, sha: str, remote: str = "origin") -> bool:
+    """True when commit ``sha`` is (now) in the checkout: already there, or fetched from
+    ``remote`` by its SHA (protocol v2 serves any object the remote has; GitHub serves
+    every commit of the repository network). False when the remote cannot give it (a
+    force-pushed-away head that was garbage-collected, a network failure): the caller
+    then records nothing. ``ConfigError invalid_sha`` for a malformed ``sha``."""
+    check_sha(sha, "head_sha")
+    if git.rev_parse(sha) is not None:
+        return True
+    try:
+        git.fetch(remote, [sha])
+    except FetchError:
+        return False
+    return git.rev_parse(sha) is not None
+
+
+def compute_patch_id(git: Git, base_ref: str, head_ref: str) -> PatchInfo:
+    """The patch-id of ``base_ref...head_ref``, with the diff and both commit SHAs.
+
+    Raises ``FetchError`` ``ref_missing`` when either ref names no commit (the fetch did
+    not bring it), and ``KdevError`` ``git_failed`` when git cannot diff them (for
+    example, no merge base).
+    """
+    head_sha = git.rev_parse(head_ref)
+    base_sha = git.rev_parse(base_ref)
+    if head_sha is None:
+        raise FetchError(f"{head_ref} names no commit; was it fetched?", "ref_missing")
+    if base_sha is None:
+        raise FetchError(f"{base_ref} names no commit; was it fetched?", "ref_missing")
+    raw = git.diff(base_ref, head_ref)
+    return PatchInfo(
+        patch_id=git.patch_id(raw),
+        diff=raw.decode("utf-8", "replace"),
+        head_sha=head_sha,
+        base_sha=base_sha,
+    )

@@ -1,0 +1,149 @@
+"""Roster mode of ``kdev review-pr`` (``reviewer.roster: true``).
+
+One round, many legs: the roster (:mod:`wrapper.review.roster`) is read from the BASE
+branch's tree (git objects, never the PR's worktree), so a pull request cannot rewrite
+the instructions it is reviewed with. Each applicable reviewer gets the standard prompt
+with only its changed files' diff blocks, plus its instructions and context sections
+before the closing verdict instruction. The legs run through the configured backend on
+a thread pool of ``budgets.max_concurrent_legs_per_repo`` workers. The round's first leg
+was recorded by the budget gate; every further reviewer leg is recorded
+(``Ledger.record_leg_start``) when it starts, so each leg counts against the budget.
+
+The merged verdict is REQUEST_CHANGES when any reviewer's output has a blocking finding
+(:func:`wrapper.review.roster.has_blocking_finding`: a P1/P2 line or its own
+``VERDICT: REQUEST_CHANGES``), else APPROVE. The body has one ``##`` section per
+reviewer and ends with the merged ``VERDICT:`` line. Any failed leg fails the round (the
+first failure in roster order is raised, after every leg has finished).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from wrapper.config import CommandReviewer, OpenAIReviewer
+from wrapper.errors import ConfigError
+from wrapper.git import Git
+from wrapper.ledger.ledger import Ledger
+from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
+from wrapper.review.reviewer import ReviewResult, run_reviewer
+from wrapper.review.roster import (
+    ROSTER_FILE,
+    Roster,
+    RosterReviewer,
+    build_roster,
+    has_blocking_finding,
+    split_diff,
+)
+from wrapper.review.sandbox import Sandbox
+
+
+def load_base_roster(git: Git, base_ref: str, diff: str) -> tuple[Roster, dict[str, str]]:
+    """The roster of the change: roster files from ``base_ref``'s tree, changed files
+    from ``diff``; returns it and the diff split per file."""
+    blocks = split_diff(diff)
+    roster = build_roster(git.files_named(base_ref, ROSTER_FILE), blocks)
+    return roster, blocks
+
+
+def reviewer_prompt(
+    reviewer: RosterReviewer,
+    data: PromptInput,
+    blocks: Mapping[str, str],
+    template_path: str | None = None,
+) -> str:
+    """The standard prompt over ``reviewer``'s diff blocks only, with its role,
+    instructions and context inserted before the closing verdict instruction."""
+    diff = "".join(blocks[path] for path in reviewer.changed_files if path in blocks)
+    standard = render_prompt(dataclasses.replace(data, diff=diff), template_path)
+    closing = f"{VERDICT_INSTRUCTION}\n"
+    assert standard.endswith(closing)
+    scope = reviewer.scope or "the repository root"
+    role = [
+        f"## Your role in this review: {reviewer.name}",
+        "",
+        f"You are one of several focused reviewers; your scope is {scope}, and the diff "
+        f"above holds only your files: {', '.join(reviewer.changed_files)}. Mark each "
+        "finding with its priority at the start of its line: P1 (must fix: broken, "
+        "insecure, data loss), P2 (should fix), P3 (nit).",
+        "",
+        reviewer.instructions,
+    ]
+    for section in reviewer.context:
+        role += ["", f"### Context: {section.title} (from {section.source})", "", section.text]
+    return f"{standard[: -len(closing)]}{chr(10).join(role).rstrip()}\n\n{closing}"
+
+
+def merge_outputs(roster: Roster, results: Iterable[tuple[RosterReviewer, str]]) -> ReviewResult:
+    """One verdict from the reviewers' outputs (see the module doc); ``model`` is left
+    empty for the caller to fill."""
+    sections: list[str] = [roster.summary]
+    blocking = False
+    for reviewer, output in results:
+        verdict = "REQUEST_CHANGES" if has_blocking_finding(output) else "APPROVE"
+        blocking = blocking or verdict == "REQUEST_CHANGES"
+        scope = reviewer.scope or "."
+        sections += [
+            "",
+            f"## {reviewer.name}: {verdict}",
+            "",
+            f"{reviewer.kind} reviewer, scope {scope}, files: {', '.join(reviewer.changed_files)}",
+            "",
+            output.strip(),
+        ]
+    verdict = "REQUEST_CHANGES" if blocking else "APPROVE"
+    body = "\n".join([*sections, "", f"VERDICT: {verdict}"])
+    return ReviewResult(verdict=verdict, body=body, model="")
+
+
+def run_roster_review(
+    *,
+    backend: CommandReviewer | OpenAIReviewer,
+    roster: Roster,
+    blocks: Mapping[str, str],
+    data: PromptInput,
+    worktree: Path,
+    ledger: Ledger,
+    max_parallel: int,
+    environ: Mapping[str, str],
+    extra_env_names: Iterable[str] = (),
+    transport: httpx.BaseTransport | None = None,
+    template_path: str | None = None,
+    sandbox: Sandbox | None = None,
+) -> ReviewResult:
+    """Run one leg per roster reviewer (the first leg already recorded by the caller)
+    and merge them. Raises ConfigError ``empty_roster`` when no reviewer applies, and
+    whatever a failed leg raised."""
+    if not roster.reviewers:
+        raise ConfigError("roster mode: no reviewer applies to the changed files", "empty_roster")
+    prompts = [reviewer_prompt(r, data, blocks, template_path) for r in roster.reviewers]
+    env_names = list(extra_env_names)
+
+    def leg(index: int) -> str:
+        if index > 0:
+            ledger.record_leg_start(data.repo, data.pr, data.head_sha)
+        result = run_reviewer(
+            backend,
+            prompts[index],
+            worktree,
+            environ,
+            extra_env_names=env_names,
+            transport=transport,
+            sandbox=sandbox,
+        )
+        return result.body
+
+    workers = max(1, min(max_parallel, len(prompts)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kdev-roster") as pool:
+        futures = [pool.submit(leg, index) for index in range(len(prompts))]
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+    outputs = [f.result() for f in futures]
+    merged = merge_outputs(roster, zip(roster.reviewers, outputs, strict=True))
+    return dataclasses.replace(merged, model=backend.model)

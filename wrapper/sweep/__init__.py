@@ -1,0 +1,1 @@
+"""``kdev pr-sweep``: the periodic pass across repositories."""
