@@ -39,13 +39,9 @@ from engine.run.daemon import Engine
 from engine.run.metrics import serve as serve_metrics
 from engine.run.presence import registered_engine
 from engine.schedules.argv import check_templates
-from engine.schedules.schedulefile import (
-    PlanAction,
-    dump_schedule_set,
-    load_schedule_set,
-    plan,
-    plan_has_errors,
-)
+from engine.schedules.dump import dump_schedule_set
+from engine.schedules.plan import PlanAction, plan, plan_has_errors
+from engine.schedules.schedulefile import load_schedule_set
 from engine.schedules.spec import (
     DEFAULT_TIMEOUT_SECONDS,
     ScheduleSpec,

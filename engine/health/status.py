@@ -111,7 +111,7 @@ def _runs_of(store: Store, names: list[str], since: datetime) -> dict[str, RunFa
             for name in names
         }
 
-    result: dict[str, RunFacts] = store._run(work)
+    result: dict[str, RunFacts] = store.in_transaction(work)
     return result
 
 

@@ -197,7 +197,7 @@ def record_decisions(
         prune(session, schedule_id, policy, now)
         return max(0, int(inserted or 0))
 
-    result: int = store._run(work)
+    result: int = store.in_transaction(work)
     return result
 
 
@@ -258,7 +258,7 @@ def list_decisions(
             for d in reversed(found)
         ]
 
-    result: list[DecisionRow] = store._run(work)
+    result: list[DecisionRow] = store.in_transaction(work)
     return result
 
 
@@ -275,7 +275,7 @@ def list_pr_runs(
             query = query.where(ScheduleRun.status.in_(list(statuses)))
         return list(session.scalars(query.order_by(ScheduleRun.id.desc()).limit(limit)))
 
-    result: list[ScheduleRun] = store._run(work)
+    result: list[ScheduleRun] = store.in_transaction(work)
     return result
 
 

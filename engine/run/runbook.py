@@ -86,7 +86,7 @@ class RunBook:
             for run in runs:
                 _settle(session, run, "engine_shutdown", now)
 
-        store.durable(lambda: store._run(work))
+        store.durable(lambda: store.in_transaction(work))
         with self._lock:
             self._active.difference_update(ids)
         log.info("handed back %d claimed event(s) not launched yet", len(ids))
@@ -148,5 +148,5 @@ class RunBook:
                 )
             return len(strays)
 
-        strays: int = store._run(work)
+        strays: int = store.in_transaction(work)
         return repaired + strays

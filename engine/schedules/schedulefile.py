@@ -1,22 +1,19 @@
-"""ScheduleSet: a YAML file of schedules that ``li schedule apply`` plans and applies.
+"""ScheduleSet files: the YAML that ``li schedule apply`` reads and ``li schedule export``
+writes.
 
 The file names an ``owner``; apply creates and updates the schedules it lists and only
 ever removes schedules that the same owner created. Loading is strict and points at the
 problem: every error is :class:`engine.errors.InvalidInput` with reason
 ``invalid_schedule_file`` and a one-line message ``FILE:LINE: what is wrong``.
 
-Planning is pure (apart from the working-directory check in ``check_spec``): it compares
-the file with the schedules that exist and says, per name, CREATE, UPDATE, UNCHANGED,
-REMOVE or ERROR. Apply runs only when no item is an ERROR, so a set is all or nothing.
-The file format is documented in docs/schedules.md.
+Planning the loaded set against the database is engine.schedules.plan (pure). The file
+format is documented in docs/schedules.md.
 """
 
 from __future__ import annotations
 
-import enum
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,16 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from engine.durations import format_duration, parse_duration
+from engine.durations import parse_duration
 from engine.errors import InvalidInput, LiError
 from engine.poll.config import (
     CONFIG_ERROR_REASONS,
-    DEFAULT_POLL_INTERVAL_SECONDS,
     GithubPollConfig,
     describe_validation_error,
     dotted,
-    validate_poll_config,
 )
+from engine.schedules.plan import ScheduleSet
 from engine.schedules.spec import (
     DEFAULT_RETRY_BACKOFF_SECONDS,
     DEFAULT_TIMEOUT_SECONDS,
@@ -43,11 +39,10 @@ from engine.schedules.spec import (
     SCHEDULE_NAME,
     ScheduleSpec,
     check_name,
-    check_spec,
     cron_trigger,
     zone,
 )
-from engine.store.models import OverlapPolicy, TriggerType
+from engine.store.enums import OverlapPolicy, TriggerType
 
 FORMAT_VERSION = 1
 TRIGGER_KEYS = ("cron", "every", "github")
@@ -92,44 +87,6 @@ class _SetFile(BaseModel):
     version: Literal[1]
     owner: str
     schedules: list[_EntryFile]
-
-
-@dataclass(frozen=True)
-class ScheduleSet:
-    """The schedules one owner declares; ``owner`` is stored as ``managed_by``."""
-
-    owner: str
-    schedules: list[ScheduleSpec]
-
-
-@dataclass(frozen=True)
-class ExistingSchedule:
-    """A schedule in the database as planning sees it: its spec and who manages it."""
-
-    spec: ScheduleSpec
-    managed_by: str | None
-
-
-class PlanAction(enum.StrEnum):
-    """What applying a set does to one schedule name."""
-
-    CREATE = "CREATE"  # the name does not exist; apply creates it, managed by the owner
-    UPDATE = "UPDATE"  # it exists and differs (or is unmanaged and gets adopted)
-    UNCHANGED = "UNCHANGED"  # it exists, equal, managed by this owner; apply leaves it
-    REMOVE = "REMOVE"  # managed by this owner but no longer in the file; apply deletes it
-    ERROR = "ERROR"  # refused (reason + message); apply changes nothing at all
-
-
-@dataclass(frozen=True)
-class PlanItem:
-    """One line of a plan. ``spec`` is the desired spec (None for REMOVE)."""
-
-    action: PlanAction
-    name: str
-    spec: ScheduleSpec | None
-    changes: tuple[str, ...] = ()  # field names that differ, for UPDATE
-    reason: str | None = None  # for ERROR
-    message: str | None = None  # for ERROR
 
 
 # -- loading -----------------------------------------------------------------------------
@@ -307,21 +264,14 @@ def _duration(line: int, label: str, key: str, text: str) -> int:
         raise _FileError(line, f"{label}: {exc.message}") from None
 
 
-def _entry_spec(
-    root: Node, data: Any, index: int, entry: _EntryFile, base_dir: Path
-) -> ScheduleSpec:
-    """One validated file entry as a ScheduleSpec; meaning-level checks with lines."""
-    loc: tuple[int | str, ...] = ("schedules", index)
+_LineOf = Callable[..., int]
+
+
+def _entry_trigger(
+    root: Node, data: Any, index: int, entry: _EntryFile, line_of: _LineOf
+) -> tuple[TriggerType, int | None, dict[str, Any]]:
+    """``(trigger_type, interval_seconds, trigger_config)`` of one entry, checked."""
     label = f"schedule {entry.name!r}"
-
-    def line_of(*keys: int | str) -> int:
-        return _line_of(root, (*loc, *keys))
-
-    try:
-        check_name(entry.name)
-    except LiError as exc:
-        raise _FileError(line_of("name"), exc.message) from None
-
     given = [key for key in TRIGGER_KEYS if getattr(entry, key) is not None]
     if len(given) != 1:
         found = " and ".join(given) if given else "none"
@@ -341,21 +291,37 @@ def _entry_spec(
         except LiError as exc:
             raise _FileError(line_of("timezone"), f"{label}: {exc.message}") from None
 
-    interval_seconds = None
-    trigger_config: dict[str, Any] = {}
     if entry.cron is not None:
-        trigger_type = TriggerType.CRON
         try:
             cron_trigger(entry.cron, entry.timezone)
         except LiError as exc:
             raise _FileError(line_of("cron"), f"{label}: {exc.message}") from None
-    elif entry.every is not None:
-        trigger_type = TriggerType.INTERVAL
-        interval_seconds = _duration(line_of("every"), label, "every", entry.every)
-    else:
-        assert entry.github is not None
-        trigger_type = TriggerType.GITHUB_POLL
-        trigger_config = _github_config(root, data, index, entry.github, label)
+        return TriggerType.CRON, None, {}
+    if entry.every is not None:
+        seconds = _duration(line_of("every"), label, "every", entry.every)
+        return TriggerType.INTERVAL, seconds, {}
+    assert entry.github is not None
+    return TriggerType.GITHUB_POLL, None, _github_config(root, data, index, entry.github, label)
+
+
+def _entry_spec(
+    root: Node, data: Any, index: int, entry: _EntryFile, base_dir: Path
+) -> ScheduleSpec:
+    """One validated file entry as a ScheduleSpec; meaning-level checks with lines."""
+    loc: tuple[int | str, ...] = ("schedules", index)
+    label = f"schedule {entry.name!r}"
+
+    def line_of(*keys: int | str) -> int:
+        return _line_of(root, (*loc, *keys))
+
+    try:
+        check_name(entry.name)
+    except LiError as exc:
+        raise _FileError(line_of("name"), exc.message) from None
+
+    trigger_type, interval_seconds, trigger_config = _entry_trigger(
+        root, data, index, entry, line_of
+    )
 
     timeout_seconds = DEFAULT_TIMEOUT_SECONDS
     if entry.timeout is not None:
@@ -478,180 +444,3 @@ def load_schedule_set(path: Path) -> ScheduleSet:
     except _FileError as exc:
         message = " ".join(exc.text.splitlines())
         raise InvalidInput(f"{path}:{exc.line}: {message}", exc.reason) from None
-
-
-# -- planning ----------------------------------------------------------------------------
-
-
-def _changed_fields(current: ScheduleSpec, desired: ScheduleSpec) -> tuple[str, ...]:
-    return tuple(
-        field
-        for field in ScheduleSpec.model_fields
-        if getattr(current, field) != getattr(desired, field)
-    )
-
-
-def _plan_one(
-    spec: ScheduleSpec,
-    current: ExistingSchedule | None,
-    owner: str,
-    allowlist: frozenset[str],
-    check_cwd: bool,
-) -> PlanItem:
-    try:
-        check_spec(spec, allowlist, check_cwd=check_cwd)
-    except LiError as exc:
-        return PlanItem(PlanAction.ERROR, spec.name, spec, reason=exc.reason, message=exc.message)
-    if current is None:
-        return PlanItem(PlanAction.CREATE, spec.name, spec)
-    if current.managed_by is not None and current.managed_by != owner:
-        return PlanItem(
-            PlanAction.ERROR,
-            spec.name,
-            spec,
-            reason="owned_by_other_set",
-            message=f"schedule {spec.name!r} is managed by set {current.managed_by!r}, "
-            f"not {owner!r}",
-        )
-    changes = _changed_fields(current.spec, spec)
-    if current.managed_by is None:
-        # An unmanaged schedule of that name is adopted, so the file becomes its source.
-        return PlanItem(PlanAction.UPDATE, spec.name, spec, changes=("managed_by", *changes))
-    if changes:
-        return PlanItem(PlanAction.UPDATE, spec.name, spec, changes=changes)
-    return PlanItem(PlanAction.UNCHANGED, spec.name, spec)
-
-
-def plan(
-    existing: Sequence[ExistingSchedule],
-    desired: ScheduleSet,
-    allowlist: frozenset[str],
-    *,
-    check_cwd: bool = True,
-) -> list[PlanItem]:
-    """What applying ``desired`` over ``existing`` does, one item per name.
-
-    Items come in file order, then REMOVE items sorted by name. Only schedules whose
-    ``managed_by`` is ``desired.owner`` are ever removed; a name managed by another
-    owner is an ERROR (``owned_by_other_set``), an unmanaged one is adopted (UPDATE
-    with change ``managed_by``). A spec that fails ``check_spec`` is an ERROR with that
-    check's reason; a name listed twice is an ERROR ``duplicate_name``.
-    """
-    by_name = {item.spec.name: item for item in existing}
-    items: list[PlanItem] = []
-    listed: set[str] = set()
-    for spec in desired.schedules:
-        if spec.name in listed:
-            items.append(
-                PlanItem(
-                    PlanAction.ERROR,
-                    spec.name,
-                    spec,
-                    reason="duplicate_name",
-                    message=f"schedule {spec.name!r} is listed twice",
-                )
-            )
-            continue
-        listed.add(spec.name)
-        items.append(_plan_one(spec, by_name.get(spec.name), desired.owner, allowlist, check_cwd))
-    removed = sorted(
-        name
-        for name, item in by_name.items()
-        if item.managed_by == desired.owner and name not in listed
-    )
-    items.extend(PlanItem(PlanAction.REMOVE, name, None) for name in removed)
-    return items
-
-
-def plan_has_errors(items: Iterable[PlanItem]) -> bool:
-    """True when any item is an ERROR, in which case apply must change nothing."""
-    return any(item.action is PlanAction.ERROR for item in items)
-
-
-# -- dumping -----------------------------------------------------------------------------
-
-
-class _SetDumper(yaml.SafeDumper):
-    """Block style for mappings, flow style for lists of plain values (args, env)."""
-
-
-def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.SequenceNode:
-    flow = all(isinstance(item, str | int | float | bool) for item in data)
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
-
-
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    # PyYAML's single-quoted style mangles these line breaks; double quotes escape them.
-    style = '"' if any(char in data for char in "\x85\u2028\u2029") else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_SetDumper.add_representer(list, _represent_list)
-_SetDumper.add_representer(str, _represent_str)
-
-
-def _github_entry(config: dict[str, Any]) -> dict[str, Any]:
-    parsed = validate_poll_config(config)
-    entry: dict[str, Any] = {"repo": parsed.repo}
-    if parsed.poll_interval_seconds != DEFAULT_POLL_INTERVAL_SECONDS:
-        entry["poll_interval"] = format_duration(parsed.poll_interval_seconds)
-    filters = parsed.filters.model_dump(mode="json", exclude_defaults=True)
-    if filters:
-        entry["filters"] = filters
-    rest = parsed.model_dump(
-        mode="json",
-        exclude_defaults=True,
-        exclude={"repo", "poll_interval_seconds", "filters"},
-    )
-    entry.update(rest)
-    return entry
-
-
-def _entry(spec: ScheduleSpec) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": spec.name}
-    if not spec.enabled:
-        entry["enabled"] = False
-    if spec.trigger_type is TriggerType.CRON:
-        entry["cron"] = spec.cron
-    elif spec.trigger_type is TriggerType.INTERVAL:
-        assert spec.interval_seconds is not None
-        entry["every"] = format_duration(spec.interval_seconds)
-    else:
-        entry["github"] = _github_entry(spec.trigger_config)
-    if spec.timezone is not None:
-        entry["timezone"] = spec.timezone
-    entry["command"] = spec.command
-    if spec.args:
-        entry["args"] = list(spec.args)
-    if spec.cwd is not None:
-        entry["cwd"] = spec.cwd
-    if spec.timeout_seconds != DEFAULT_TIMEOUT_SECONDS:
-        entry["timeout"] = format_duration(spec.timeout_seconds)
-    if spec.max_runs is not None:
-        entry["max_runs"] = spec.max_runs
-    if spec.env_passthrough:
-        entry["env_passthrough"] = list(spec.env_passthrough)
-    if spec.overlap is not OverlapPolicy.SKIP:
-        entry["overlap"] = spec.overlap.value
-    if spec.retry_max_attempts > 1:
-        entry["retry"] = {
-            "max_attempts": spec.retry_max_attempts,
-            "backoff": format_duration(spec.retry_backoff_seconds),
-        }
-    return entry
-
-
-def dump_schedule_set(owner: str, specs: Sequence[ScheduleSpec]) -> str:
-    """YAML text that :func:`load_schedule_set` reads back to equal specs.
-
-    Defaults are omitted and durations written with ``format_duration``; ``cwd`` is
-    written as stored (absolute for anything that came from a file or the database).
-    A github_poll spec whose ``trigger_config`` does not validate raises
-    ``invalid_trigger_config``.
-    """
-    document = {
-        "version": FORMAT_VERSION,
-        "owner": owner,
-        "schedules": [_entry(spec) for spec in specs],
-    }
-    return yaml.dump(document, Dumper=_SetDumper, sort_keys=False, allow_unicode=True, width=100)

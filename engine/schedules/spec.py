@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.config import EXECUTABLE_NAME
 from engine.durations import MAX_INTERVAL_SECONDS, MAX_TIMEOUT_SECONDS, check_at_most
 from engine.errors import InvalidInput, Refused
-from engine.store.models import OverlapPolicy, TriggerType
+from engine.store.enums import OverlapPolicy, TriggerType
 
 SCHEDULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -23,15 +23,8 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from engine.store.models import (
-    PollClaim,
-    PollState,
-    RunStatus,
-    Schedule,
-    ScheduleRun,
-    TriggerKey,
-    TriggerType,
-)
+from engine.store.enums import UNLAUNCHED_REASONS, RunReason, RunStatus, TriggerType
+from engine.store.models import PollClaim, PollState, Schedule, ScheduleRun, TriggerKey
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +32,7 @@ log = logging.getLogger(__name__)
 # engine died) the event is left cancelled (health shows it): a command that kills its
 # engine every time cannot loop forever. Attempts that never launched do not count.
 MAX_LOST_ATTEMPTS = 5
-# Never launched (or handed back by a stop): always offered again.
-UNLAUNCHED_REASONS = frozenset({"abandoned_before_launch", "engine_shutdown"})
-LOST_REASON = "engine_lost"
+LOST_REASON = RunReason.ENGINE_LOST
 
 
 def reoffer_wanted(run: ScheduleRun, schedule: Schedule, lost_attempts: int) -> bool:

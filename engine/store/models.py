@@ -6,7 +6,6 @@ Every timestamp is timezone-aware UTC in Python. SQLite has no zone-aware type, 
 
 from __future__ import annotations
 
-import enum
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +24,14 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from engine.store.enums import TERMINAL_STATUSES as TERMINAL_STATUSES
+
+# The value sets live in engine.store.enums; importable from here as before.
+from engine.store.enums import OverlapPolicy as OverlapPolicy
+from engine.store.enums import RunReason as RunReason
+from engine.store.enums import RunStatus as RunStatus
+from engine.store.enums import TriggerType as TriggerType
 
 
 def utcnow() -> datetime:
@@ -58,35 +65,6 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON, list[str]: JSON}
-
-
-class TriggerType(enum.StrEnum):
-    """How a schedule decides when to fire."""
-
-    CRON = "cron"  # a five-field cron expression in a timezone
-    INTERVAL = "interval"  # every N seconds after the previous due time
-    GITHUB_POLL = "github_poll"  # polls a repository's pull requests; fires per event
-
-
-class OverlapPolicy(enum.StrEnum):
-    """What happens when a schedule is due while its previous run is still running."""
-
-    SKIP = "skip"  # the new fire is refused with reason ``overlap``
-    ALLOW = "allow"  # runs side by side (still under the global concurrency cap)
-
-
-class RunStatus(enum.StrEnum):
-    """The outcome of one fire. Every fire ends in exactly one of these."""
-
-    RUNNING = "running"  # the process was launched (or is being launched) and has not ended
-    SUCCEEDED = "succeeded"  # the process exited 0
-    FAILED = "failed"  # the process exited non-zero or was killed by a signal
-    TIMED_OUT = "timed_out"  # the deadline passed; the process group was terminated
-    REFUSED = "refused"  # never launched: a safety rule or a precondition said no
-    CANCELLED = "cancelled"  # the engine stopped (or died) before the run could finish
-
-
-TERMINAL_STATUSES = frozenset(s for s in RunStatus if s is not RunStatus.RUNNING)
 
 
 class Schedule(Base):

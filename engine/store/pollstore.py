@@ -2,7 +2,8 @@
 
 Why it is built this way: docs/decisions.md D10.
 
-Split from :mod:`engine.store.store` (same transaction helpers, same rules). The contract the
+Split from :mod:`engine.store.store`; it writes through the same public
+:meth:`engine.store.core.StoreBase.transaction`, under the same rules. The contract the
 poller relies on:
 
 - :meth:`PollStore.claim_event` inserts the event's unique claim, its ``running`` run
@@ -28,16 +29,17 @@ from sqlalchemy.orm import Session
 
 from engine.errors import NotFound
 from engine.store.attempts import take_retries
+from engine.store.core import compute_next_fire, seed_poll_state
+from engine.store.enums import RunReason, RunStatus, TriggerType
+from engine.store.firing import Claim
 from engine.store.models import (
     PollClaim,
     PollState,
-    RunStatus,
     Schedule,
     ScheduleRun,
     TriggerKey,
-    TriggerType,
 )
-from engine.store.store import Claim, Store, compute_next_fire, seed_poll_state
+from engine.store.store import Store
 
 # A pass holds its schedule's lease this long at most (a crashed poller's lease expires).
 POLL_LEASE = timedelta(minutes=10)
@@ -154,8 +156,7 @@ class PollStore:
 
     def get_state(self, schedule_id: int) -> PollState:
         """The poll state row (created empty if missing)."""
-        result: PollState = self.store._run(lambda s: self._state(s, schedule_id))
-        return result
+        return self.store.in_transaction(lambda s: self._state(s, schedule_id))
 
     def claim_poll(
         self, schedule_id: int, owner: str, *, manual: bool = False, peek: bool = False
@@ -210,14 +211,13 @@ class PollStore:
                 ),
             )
 
-        result: PollTicket | None = self.store._run(work)
-        return result
+        return self.store.in_transaction(work)
 
     def is_claimed(
         self, schedule_id: int, pr_number: int, occurred_at: datetime, head_sha: str = ""
     ) -> bool:
         """Whether this event already fired (or was recorded as skipped)."""
-        result: bool = self.store._run(
+        return self.store.in_transaction(
             lambda s: (
                 s.scalar(
                     select(PollClaim.id).where(
@@ -230,7 +230,6 @@ class PollStore:
                 is not None
             )
         )
-        return result
 
     def claim_event(
         self,
@@ -280,8 +279,7 @@ class PollStore:
             state.updated_at = now
             return Claim.of(row, run.id, context)
 
-        result: Claim | None = self.store._run(work)
-        return result
+        return self.store.in_transaction(work)
 
     def claim_retries(self, ticket: PollTicket, owner: str) -> list[Claim]:
         """New attempts of the events queued for another try (see engine.store.attempts)."""
@@ -293,8 +291,7 @@ class PollStore:
             runs = take_retries(session, row, owner, self.store.clock())
             return [Claim.of(row, run.id, dict(run.trigger_context or {})) for run in runs]
 
-        result: list[Claim] = self.store._run(work)
-        return result
+        return self.store.in_transaction(work)
 
     def claim_trigger(
         self,
@@ -344,8 +341,7 @@ class PollStore:
             state.updated_at = now
             return Claim.of(row, run.id, context)
 
-        result: Claim | None = self.store._run(work)
-        return result
+        return self.store.in_transaction(work)
 
     def settle_poll(self, ticket: PollTicket, outcome: PollOutcome, owner: str) -> None:
         """Record a pass's outcome and health facts; release the poll lease."""
@@ -401,7 +397,7 @@ class PollStore:
                 row.lease_owner = None
                 row.lease_until = None
 
-        self.store.durable(lambda: self.store._run(work))
+        self.store.durable(lambda: self.store.in_transaction(work))
 
     def set_cursor(
         self, schedule_id: int, value: datetime | None, *, reason: str, operator: str
@@ -422,14 +418,14 @@ class PollStore:
                 "cursor_to": value.isoformat() if value else None,
                 "reason": reason,
                 "operator": operator,
-                "trigger": "cursor_set",
+                "trigger": RunReason.CURSOR_SET.value,
             }
             run = ScheduleRun(
                 schedule_id=row.id,
                 schedule_name=row.name,
                 trigger_context=context,
                 status=RunStatus.SUCCEEDED.value,
-                reason="cursor_set",
+                reason=RunReason.CURSOR_SET.value,
                 started_at=now,
                 finished_at=now,
                 stdout_tail="",
@@ -439,12 +435,11 @@ class PollStore:
             session.flush()
             return before, run
 
-        result: tuple[datetime | None, ScheduleRun] = self.store._run(work)
-        return result
+        return self.store.in_transaction(work)
 
     def github_schedules(self) -> list[tuple[int, str, dict[str, Any]]]:
         """``(id, name, trigger_config)`` of every github_poll schedule."""
-        result: list[tuple[int, str, dict[str, Any]]] = self.store._run(
+        return self.store.in_transaction(
             lambda s: [
                 (r[0], r[1], dict(r[2] or {}))
                 for r in s.execute(
@@ -454,4 +449,3 @@ class PollStore:
                 )
             ]
         )
-        return result

@@ -24,7 +24,8 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from engine.store.attempts import requeue
-from engine.store.models import EngineInstance, RunStatus, Schedule, ScheduleRun
+from engine.store.enums import RunReason, RunStatus
+from engine.store.models import EngineInstance, Schedule, ScheduleRun
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,9 @@ def resolve_orphans(session: Session, now: datetime, live: set[str]) -> list[Sch
     orphans = list(session.scalars(query.with_for_update()))
     for run in orphans:
         run.status = RunStatus.CANCELLED.value
-        run.reason = "engine_lost" if run.pid is not None else "abandoned_before_launch"
+        run.reason = (
+            RunReason.ENGINE_LOST if run.pid is not None else RunReason.ABANDONED_BEFORE_LAUNCH
+        ).value
         run.finished_at = now
         session.flush()
         requeue(session, run)

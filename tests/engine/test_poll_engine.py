@@ -17,7 +17,7 @@ from engine.health.status import schedule_health
 from engine.poll.config import validate_poll_config
 from engine.poll.pollpass import poll_once
 from engine.run.daemon import Engine
-from engine.schedules.schedulefile import PlanAction, PlanItem
+from engine.schedules.plan import PlanAction, PlanItem
 from engine.schedules.spec import ScheduleSpec
 from engine.store.models import RunStatus, ScheduleRun, TriggerType
 from engine.store.pollstore import PollStore

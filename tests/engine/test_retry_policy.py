@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import Engine
 
 from engine.errors import InvalidInput
-from engine.schedules.schedulefile import dump_schedule_set, load_schedule_set
+from engine.schedules.dump import dump_schedule_set
+from engine.schedules.schedulefile import load_schedule_set
 from tests.engine.test_cli import Li
 
 # Fails until it has been run three times (the count lives in a file).

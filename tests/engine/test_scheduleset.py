@@ -17,16 +17,16 @@ from engine.poll.config import (
     parse_repo,
     validate_poll_config,
 )
-from engine.schedules.schedulefile import (
+from engine.schedules.dump import dump_schedule_set
+from engine.schedules.plan import (
     ExistingSchedule,
     PlanAction,
     PlanItem,
     ScheduleSet,
-    dump_schedule_set,
-    load_schedule_set,
     plan,
     plan_has_errors,
 )
+from engine.schedules.schedulefile import load_schedule_set
 from engine.schedules.spec import ScheduleSpec
 from engine.store.models import OverlapPolicy, TriggerType
 
