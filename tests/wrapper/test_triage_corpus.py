@@ -2,9 +2,9 @@
 rubric in docs/priorities.md (tests/data/bot_comments.json; each sample names its source).
 
 Issue 17 asks for >= 60 real samples, >= 8 per bot, and >= 95 % agreement. The corpus holds
-76 samples, but only 3 from Claude, and the classifier agrees on 53 (70 %): most
-disagreements are bot levels above the rubric's, which the rule "an explicit marker always
-wins" keeps (docs/priorities.md, "The corpus"). The test states the agreement it measures
+81 samples, at least 8 per bot, and the classifier agrees on 57 (70 %): most disagreements
+are bot levels above the rubric's, which the rule "an explicit marker always wins" keeps
+(docs/priorities.md, "The corpus"). The test states the agreement it measures
 and guards what must never happen, a human-P1 finding read as P3.
 """
 
@@ -52,15 +52,14 @@ def test_the_corpus_size_and_bots() -> None:
     assert len(REAL) >= 60
     bots = {"coderabbit", "gemini", "bugbot", "codex", "greptile", "copilot", "claude"}
     assert set(per_bot) == bots
-    # Claude is short of the 8 the issue asks for (3): see docs/priorities.md.
-    assert all(n >= 8 for bot, n in per_bot.items() if bot != "claude")
+    assert all(n >= 8 for n in per_bot.values())
 
 
 def test_agreement_with_the_human_labels() -> None:
     agree = Counter(triage(s["body"]).priority == s["human"] for s in REAL)
     rate = agree[True] / len(REAL)
     print(f"agreement {agree[True]}/{len(REAL)} = {rate:.0%}")
-    # Measured 47/76 (62 %) before the issue-17 corpus changes to the classifier and 53/76
-    # (70 %) after; the 23 left are bot levels above the rubric's (21) and two findings
+    # Measured 51/81 (63 %) before the issue-17 corpus changes to the classifier and 57/81
+    # (70 %) after; the 24 left are bot levels above the rubric's (22) and two findings
     # without a marker that keywords read one level low (docs/priorities.md).
-    assert agree[True] >= 53
+    assert agree[True] >= 57
