@@ -247,3 +247,78 @@ def test_the_json_names_the_deciding_marker() -> None:
 )
 def test_new_bot_sources(login: str, source: Source) -> None:
     assert detect_source(login, "Bot") == source
+
+
+# Formats read since the corpus grew to 76 real comments (tests/data/bot_comments.json).
+CODERABBIT_REFACTOR_MAJOR = """_🛠️ Refactor suggestion_ | _🟠 Major_
+
+**Wrap the session lookup failure with session context.**
+
+Returning `client.GetSession` errors verbatim loses which lookup failed."""
+
+CODERABBIT_SUMMARY_WITH_CRITICAL = """**Actionable comments posted: 1**
+
+<details>
+<summary>🧹 Nitpick comments (2)</summary>
+</details>
+
+_⚠️ Potential issue_ | _🔴 Critical_
+
+**The migration drops the users table.**"""
+
+
+def test_a_coderabbit_refactor_header_caps_its_severity_pill() -> None:
+    decided = triage(CODERABBIT_REFACTOR_MAJOR)
+    assert (decided.priority, decided.basis) == (Priority.P3, Basis.MARKER)
+    assert decided.marker is not None and decided.marker.startswith("coderabbit-kind:")
+    assert "_🟠 Major_" in decided.marker
+    nitpick = triage("_🧹 Nitpick_ | _🟡 Minor_\n\nRename `x`.")
+    assert nitpick.priority == Priority.P3
+
+
+def test_only_the_header_kind_caps_so_a_summary_keeps_its_critical_finding() -> None:
+    decided = triage(CODERABBIT_SUMMARY_WITH_CRITICAL)
+    assert (decided.priority, decided.basis) == (Priority.P1, Basis.MARKER)
+    issue = "_⚠️ Potential issue_ | _🟠 Major_\n\n**Refactor suggestion** follows."
+    assert triage(issue).priority == Priority.P2
+
+
+def test_the_copilot_verdict_line_is_a_marker() -> None:
+    body = "### 🟡 Changes recommended\n\nModerate hook validation issues remain unresolved."
+    decided = triage(body)
+    assert (decided.priority, decided.basis) == (Priority.P2, Basis.MARKER)
+    assert decided.marker == "copilot-verdict: ### 🟡 Changes recommended"
+
+
+def test_the_new_greptile_summary_is_a_summary() -> None:
+    body = "<!-- greptile_summary -->\n\n<h2>Confidence Score: 5/5</h2>\n\nNo crash remains."
+    assert triage(body).basis == Basis.SUMMARY
+    assert triage(body).priority == Priority.P3
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Calling .toLowerCase() on it will cause a runtime error if the value is a number.",
+        "Contributors on older Bash will get confusing syntax errors during `git commit`.",
+        "So a lower-TCB report can silently become the approved floor.",
+        "A malformed entry bypasses the expiry guard.",
+        "So a launch using a different runtime artifact can pass the approval step.",
+    ],
+)
+def test_the_keyword_fallback_reads_concrete_failures_written_by_copilot(body: str) -> None:
+    decided = triage(body)
+    assert (decided.priority, decided.basis) == (Priority.P2, Basis.HEURISTIC)
+    assert decided.marker
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "The job runs silently in the background; consider a log line.",
+        "The approval step passes now, thanks.",
+        "Nit: this could raise a runtime error in theory, but only in tests.",
+    ],
+)
+def test_the_new_keywords_stay_conservative(body: str) -> None:
+    assert triage(body).priority == Priority.P3

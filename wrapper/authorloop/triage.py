@@ -19,7 +19,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from wrapper.authorloop.triage_markers import SUMMARY, find_markers
+from wrapper.authorloop.triage_markers import KIND_CAP, SUMMARY, find_markers
 
 
 class Priority(enum.StrEnum):
@@ -72,7 +72,11 @@ SERIOUS = re.compile(
     r"infinite loop|memory leak|off-by-one|wrong (?:result|value|answer|output)|"
     r"incorrect (?:result|value|output|behaviou?r)|(?:will|would) (?:always )?fail|"
     r"(?:raises?|throws?) an? (?:unhandled )?(?:exception|error)|unhandled (?:exception|error)|"
-    r"silently (?:ignor|fail|drop|swallow)\w*)\b",
+    r"silently (?:ignor|fail|drop|swallow)\w*|(?:can|could|will|would|may|might) silently \w+|"
+    r"runtime error|syntax errors?|bypass(?:es|ed|ing)?|"
+    r"(?:can|could|will|would) (?:still )?(?:pass|skip) (?:the |this |its )?(?:\w+ )?"
+    r"(?:approval|verification|validation|integrity|signature|security|auth\w*) "
+    r"(?:step|check|gate))\b",
     re.IGNORECASE,
 )
 # A text that calls itself minor is not raised by keywords.
@@ -118,6 +122,9 @@ def triage(body: str, *, review_state: str | None = None) -> Triage:
     if markers:
         level, name, matched = min(markers, key=lambda m: _ORDER[Priority(m[0])])
         result = Triage(Priority(level), Basis.MARKER, f"{name}: {matched}")
+        if (kind := KIND_CAP.match(text)) is not None and level != Priority.P3:
+            capped = f"coderabbit-kind: {kind.group(0).strip()} (caps {matched})"
+            result = Triage(Priority.P3, Basis.MARKER, capped)
     elif (summary := SUMMARY.search(text)) is not None:
         result = Triage(Priority.P3, Basis.SUMMARY, summary.group(0))
     else:

@@ -75,8 +75,11 @@ RULES: tuple[MarkerRule, ...] = (
     _rule("codex-badge", r"!\[(?P<level>P[0-3]) Badge\]"),
     # Greptile: <img alt="P1" ...> (attributes in any order).
     _rule("greptile-badge", r"<img\b[^>]*\balt=[\"'](?P<level>P[0-3])[\"']"),
-    # Copilot: inline comments that call themselves a nitpick.
+    # Copilot: inline comments that call themselves a nitpick, and the verdict line its
+    # reviews open with ("### 🟡 Changes recommended"; the only verdict seen in the
+    # corpus, so the only one read).
     _rule("copilot-nitpick", r"^\s*\[nitpick\]", P3),
+    _rule("copilot-verdict", r"^#{2,4}\s*🟡\s*Changes recommended", P2),
     # Claude: a critical section or flag.
     _rule("claude-critical", r"🚨|\*\*Critical\*\*|^#{2,4}\s*Critical Issues", P1),
 )
@@ -86,9 +89,16 @@ SUMMARY = re.compile(
     r"\*\*Actionable comments posted: \d+\*\*|<!-- walkthrough_start -->|"
     r"^## Summary of Changes|^## Code Review\n+This pull request|^## Pull Request Overview|"
     r"Copilot reviewed \d+ out of \d+|"
-    r"^### 💡 Codex Review|^<h3>Greptile Summary</h3>|^## Greptile Summary",
+    r"^### 💡 Codex Review|^<h3>Greptile Summary</h3>|^## Greptile Summary|"
+    r"^<!-- greptile_summary -->",
     re.MULTILINE,
 )
+
+# A CodeRabbit inline comment whose header names a kind that is not a defect caps the
+# comment at P3 whatever severity pill rides along ("_🛠️ Refactor suggestion_ |
+# _🟠 Major_" is an important refactor, not a bug). Only the header line counts: a review
+# summary lists nitpicks next to real findings.
+KIND_CAP = re.compile(r"\A\s*_?(?:🛠️ Refactor suggestion|🧹 Nitpick)_?(?=\s*(?:\||$))", re.MULTILINE)
 
 
 def find_markers(text: str) -> list[tuple[str, str, str]]:
