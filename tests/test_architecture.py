@@ -7,6 +7,7 @@ The import walls are import-linter contracts in pyproject.toml, checked by ``mak
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,3 +62,24 @@ def test_the_size_check_sees_a_long_function(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(f"def too_long() -> None:\n{body}\n\ndef short() -> None:\n    pass\n")
     assert _long_functions(sample, tmp_path) == ["sample.py:1 too_long: 81 lines"]
+
+
+def _module_paths_named_in_docs() -> dict[str, list[str]]:
+    pattern = re.compile(r"(?<![\w/.-])((?:engine|wrapper|ghsim)/[\w/]+\.py)\b")
+    named: dict[str, list[str]] = {}
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for path in pattern.findall(line):
+                named.setdefault(path, []).append(f"{doc.relative_to(ROOT)}:{number}")
+    return named
+
+
+def test_every_module_path_in_the_docs_exists() -> None:
+    named = _module_paths_named_in_docs()
+    assert named, "the docs name no module path: the pattern is broken"
+    missing = [
+        f"{path} ({', '.join(where)})"
+        for path, where in named.items()
+        if not (ROOT / path).is_file()
+    ]
+    assert not missing, "docs name modules that do not exist:\n" + "\n".join(missing)
