@@ -20,8 +20,21 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine.durations import format_duration
-from engine.health.losses import HEALTH_WINDOW, LossCounts
 from engine.store.models import RunStatus, TriggerType
+
+HEALTH_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class LossCounts:
+    """Runs in the window by outcome, plus coalesced slots."""
+
+    failed: int = 0  # failed or timed_out
+    cancelled: int = 0
+    refused: int = 0
+    coalesced: int = 0
+    total: int = 0  # every run in the window
+
 
 # Three in a row: one bad poll is noise, three is a pattern an operator should see.
 AUTH_FAILURES_BLIND = 3

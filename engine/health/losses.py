@@ -12,30 +12,18 @@ their number in the run's ``trigger_context["coalesced"]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, String, bindparam, cast, func, select
 from sqlalchemy.orm import Session
 
+from engine.health.assess import LossCounts
 from engine.schedules.spec import cron_trigger
 from engine.store.models import RunStatus, Schedule, ScheduleRun, TriggerType
 
-HEALTH_WINDOW = timedelta(hours=24)
 # Counting stops here: a schedule down for months is not walked slot by slot.
 MAX_COUNTED_SLOTS = 10_000
-
-
-@dataclass(frozen=True)
-class LossCounts:
-    """Runs in the window by outcome, plus coalesced slots."""
-
-    failed: int = 0  # failed or timed_out
-    cancelled: int = 0
-    refused: int = 0
-    coalesced: int = 0
-    total: int = 0  # every run in the window
 
 
 def coalesced_slots(row: Schedule, scheduled_for: datetime | None, now: datetime) -> int:

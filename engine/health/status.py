@@ -8,8 +8,15 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from engine.health.assess import Health, PollHealthFacts, assess, health_json
-from engine.health.losses import HEALTH_WINDOW, LossCounts, newest_outcome, window_losses
+from engine.health.assess import (
+    HEALTH_WINDOW,
+    Health,
+    LossCounts,
+    PollHealthFacts,
+    assess,
+    health_json,
+)
+from engine.health.losses import newest_outcome, window_losses
 from engine.poll.config import validate_poll_config
 from engine.poll.pollpass import page_limit
 from engine.store.models import PollState, Schedule, TriggerType

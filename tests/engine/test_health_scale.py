@@ -17,7 +17,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
 
-from engine.health.losses import HEALTH_WINDOW, coalesced_query, newest_query, window_query
+from engine.health.assess import HEALTH_WINDOW
+from engine.health.losses import coalesced_query, newest_query, window_query
 from engine.health.status import schedule_health
 from engine.store.models import RunStatus, ScheduleRun
 from engine.store.store import Store, runs_query
