@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine.durations import format_duration
-from engine.store.models import RunStatus, TriggerType
+from engine.store.enums import RunStatus, TriggerType
 
 HEALTH_WINDOW = timedelta(hours=24)
 
