@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
-from ghsim.gitops import MergeConflict
+from ghsim.gitops import FileChange, MergeConflict
 from ghsim.model import Comment, Pull, Repo, User, node_id
 from ghsim.payloads import DOCS
 from ghsim.routing import (
@@ -324,6 +324,9 @@ def _compare_side(ctx: Ctx, repo: Repo, spec: str) -> str:
 def _commit_json(ctx: Ctx, repo: Repo, entry: dict[str, str]) -> dict[str, Any]:
     api_repo = ctx.render.repo_api(repo)
     sha = entry["sha"]
+    html_repo = ctx.render.repo_html(repo)
+    # author/committer are the GitHub accounts of the commit's emails: ghsim's commit
+    # identities belong to no account, and GitHub answers null for those.
     return {
         "sha": sha,
         "node_id": node_id("Commit", int(sha[:7], 16)),
@@ -331,11 +334,37 @@ def _commit_json(ctx: Ctx, repo: Repo, entry: dict[str, str]) -> dict[str, Any]:
             "author": {"name": entry["an"], "email": entry["ae"], "date": entry["ad"]},
             "committer": {"name": entry["cn"], "email": entry["ce"], "date": entry["cd"]},
             "message": entry["message"].rstrip("\n"),
+            "tree": {"sha": entry["tree"], "url": f"{api_repo}/git/trees/{entry['tree']}"},
             "url": f"{api_repo}/git/commits/{sha}",
+            "comment_count": 0,
         },
         "url": f"{api_repo}/commits/{sha}",
-        "html_url": f"{ctx.render.repo_html(repo)}/commit/{sha}",
-        "parents": [{"sha": p, "url": f"{api_repo}/commits/{p}"} for p in entry["parents"].split()],
+        "html_url": f"{html_repo}/commit/{sha}",
+        "comments_url": f"{api_repo}/commits/{sha}/comments",
+        "author": None,
+        "committer": None,
+        "parents": [
+            {"sha": p, "url": f"{api_repo}/commits/{p}", "html_url": f"{html_repo}/commit/{p}"}
+            for p in entry["parents"].split()
+        ],
+    }
+
+
+def _file_json(ctx: Ctx, repo: Repo, f: FileChange, base_sha: str, head_sha: str) -> dict[str, Any]:
+    """One ``files`` entry of a comparison (a removed file is shown at the base)."""
+    at = base_sha if f.status == "removed" else head_sha
+    path = quote(f.filename)
+    html_repo = ctx.render.repo_html(repo)
+    return {
+        "sha": f.sha,
+        "filename": f.filename,
+        "status": f.status,
+        "additions": f.additions,
+        "deletions": f.deletions,
+        "changes": f.changes,
+        "blob_url": f"{html_repo}/blob/{at}/{path}",
+        "raw_url": f"{html_repo}/raw/{at}/{path}",
+        "contents_url": f"{ctx.render.repo_api(repo)}/contents/{path}?ref={at}",
     }
 
 
@@ -364,12 +393,10 @@ def compare(ctx: Ctx, owner: str, name: str, basehead: str) -> dict[str, Any]:
         status = "diverged"
     api_repo, html_repo = ctx.render.repo_api(repo), ctx.render.repo_html(repo)
     commits = [_commit_json(ctx, repo, e) for e in git.log(repo.path, f"{base_sha}..{head_sha}")]
-    merge_base_json = (
-        _commit_json(ctx, repo, git.log(repo.path, merge_base, limit=1)[0])
-        if merge_base
-        else {"sha": None}
-    )
-    files = git.diff_files(repo.path, merge_base or base_sha, head_sha)
+    if merge_base is None:
+        raise HttpError(404, f"No common ancestor between {base_spec} and {head_spec}.")
+    merge_base_json = _commit_json(ctx, repo, git.log(repo.path, merge_base, limit=1)[0])
+    files = git.diff_files(repo.path, merge_base, head_sha)
     return {
         "url": f"{api_repo}/compare/{basehead}",
         "html_url": f"{html_repo}/compare/{basehead}",
@@ -383,16 +410,7 @@ def compare(ctx: Ctx, owner: str, name: str, basehead: str) -> dict[str, Any]:
         "behind_by": behind,
         "total_commits": ahead,
         "commits": commits,
-        "files": [
-            {
-                "filename": f.filename,
-                "status": f.status,
-                "additions": f.additions,
-                "deletions": f.deletions,
-                "changes": f.changes,
-            }
-            for f in files
-        ],
+        "files": [_file_json(ctx, repo, f, base_sha, head_sha) for f in files],
     }
 
 
