@@ -13,6 +13,7 @@ operation in the subset, fails :func:`test_every_route_is_driven_and_described`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,11 +48,28 @@ def load_subset() -> dict[str, Any]:
 SUBSET = load_subset()
 
 
+# The two formats the subset uses, checked here (jsonschema checks them only with optional
+# packages installed): GitHub's timestamps are RFC 3339 in UTC, its URLs absolute.
+FORMATS = jsonschema.FormatChecker(formats=())
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s]*")
+
+
+@FORMATS.checks("date-time")
+def is_date_time(value: object) -> bool:
+    return not isinstance(value, str) or DATE_TIME.fullmatch(value) is not None
+
+
+@FORMATS.checks("uri")
+def is_uri(value: object) -> bool:
+    return not isinstance(value, str) or URI.fullmatch(value) is not None
+
+
 def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     document["$defs"] = SUBSET["$defs"]
     cls = jsonschema.validators.validator_for(document)
-    return cls(document)
+    return cls(document, format_checker=FORMATS)
 
 
 def response_schema(method: str, template: str, status: int) -> dict[str, Any] | None:
@@ -235,6 +253,24 @@ def test_the_check_catches_a_missing_required_key_and_a_wrong_type(
     assert [e.json_path for e in check.iter_errors(wrong)] == ["$.user.id"]
     unlisted = {**good, "state": "merged"}
     assert [e.json_path for e in check.iter_errors(unlisted)] == ["$.state"]
+    for key, bad in [("created_at", "2024-05-01 12:00:00"), ("html_url", "/octo/widgets")]:
+        assert [e.json_path for e in check.iter_errors({**good, key: bad})] == [f"$.{key}"]
+
+
+def test_a_comparison_without_a_merge_base_is_a_listed_404() -> None:
+    """GitHub answers "No common ancestor" (404), not a ``merge_base_commit`` of nulls."""
+    with GitHubSim() as sim:
+        sim.add_token(TOKEN)
+        sim.create_repo(REPO)
+        path = sim.repo_path(REPO)
+        orphan = sim.git.commit_files(path, None, {"o.txt": "alone\n"}, "orphan", T0)
+        sim.git.out(path, "update-ref", "refs/heads/orphan", orphan)
+        with httpx.Client(base_url=sim.url, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
+            compare = f"/repos/{REPO}/compare/main...orphan"
+            response = c.get(compare)
+            assert response.status_code == 404
+            assert response.json()["message"] == "No common ancestor between main and orphan."
+            assert problems_with("GET", compare, response) == []
 
 
 def test_openapi_nullable_becomes_json_schema_null() -> None:
