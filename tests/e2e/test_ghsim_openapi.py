@@ -120,6 +120,8 @@ def scenario() -> Iterator[Scenario]:
         sim.set_comment_user_null(REPO, ghost.id)
         root = sim.comment(REPO, pr.number, "Nit", kind="review", path="a.txt", line=1)
         sim.comment(REPO, pr.number, "Fixed", kind="review", in_reply_to=root.id)
+        gone = sim.comment(REPO, pr.number, "?", kind="review", in_reply_to=root.id, author="x")
+        sim.set_comment_user_null(REPO, gone.id)
         for state, who in [
             ("APPROVED", ("approver", 77)),
             ("CHANGES_REQUESTED", ("blocker", 78)),
@@ -129,8 +131,11 @@ def scenario() -> Iterator[Scenario]:
             sim.review(REPO, pr.number, state, author=who, body=f"{state.lower()}")
         sim.set_check_run(REPO, pr.head_sha, "tests", "completed", "success")
         sim.set_check_run(REPO, pr.head_sha, "lint", "in_progress", None)
+        sim.set_check_run(REPO, pr.head_sha, "security", "completed", "failure")
+        sim.set_check_run(REPO, pr.head_sha, "queued-job", "queued", None)
         sim.set_status(REPO, pr.head_sha, "ci/jenkins", "success", "ok", "https://ci/1")
         sim.set_status(REPO, pr.head_sha, "ci/other", "pending")
+        sim.set_status(REPO, pr.head_sha, "ci/broken", "error", "crashed")
         sim.advance(60)
         sim.open_pr(REPO, "fork-work", {"b.txt": "two\n"}, from_fork="forker/widgets")
         sim.open_pr(REPO, "draft-work", {"c.txt": "3\n"}, draft=True, author="drafter")
@@ -343,3 +348,33 @@ def test_the_payload_faults_are_the_only_departures_from_the_description() -> No
             for path in (f"/repos/{REPO}/pulls/1", f"/repos/{REPO}/pulls/2"):
                 assert problems_with("GET", path, c.get(path)) == []
     assert [p.replace("?direction=asc", "") for p in problems] == FAULT_DEPARTURES
+
+
+def test_cross_cutting_errors_are_github_basic_errors() -> None:
+    """401 and 403 answers come from any route and are listed by none; 5xx where listed."""
+    basic_error = validator({"$ref": "#/$defs/basic-error"})
+    with GitHubSim() as sim:
+        sim.set_time(T0)
+        sim.add_token(TOKEN)
+        sim.create_repo(REPO)
+        sim.open_pr(REPO, "feature", {"a.txt": "1\n"})
+        path = f"/repos/{REPO}/pulls/1"
+        answers: list[httpx.Response] = []
+        with httpx.Client(base_url=sim.url) as anonymous:
+            answers.append(anonymous.get(path))
+            answers.append(anonymous.get(path, headers={"Authorization": "Bearer nope"}))
+        with httpx.Client(base_url=sim.url, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
+            sim.inject_secondary_limit(retry_after=1)
+            answers.append(c.get(path))
+            sim.set_rate_limit(TOKEN, remaining=0)
+            answers.append(c.get(path))
+            sim.set_rate_limit(TOKEN, remaining=100)
+            for status in (500, 503):
+                sim.inject_fault("GET", "/pulls/1$", status=status)
+                listed = c.get(path)
+                assert listed.status_code == status
+                assert problems_with("GET", path, listed) == []
+        assert [a.status_code for a in answers] == [401, 401, 403, 403]
+        for answer in answers:
+            assert list(basic_error.iter_errors(answer.json())) == []
+            assert answer.json()["message"]
