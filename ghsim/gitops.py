@@ -25,6 +25,7 @@ class FileChange:
     status: str  # added | modified | removed | changed
     additions: int
     deletions: int
+    sha: str | None = None  # the blob on the head side (the base side for a removed file)
 
     @property
     def changes(self) -> int:
@@ -243,11 +244,11 @@ class Git:
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     def log(self, repo: Path, spec: str, limit: int = 250) -> list[dict[str, str]]:
-        fmt = "%H%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B%x1e"
+        fmt = "%H%x00%P%x00%T%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B%x1e"
         text = self.run(
             repo, "log", "--reverse", f"--max-count={limit}", f"--format={fmt}", spec
         ).stdout
-        keys = ["sha", "parents", "an", "ae", "ad", "cn", "ce", "cd", "message"]
+        keys = ["sha", "parents", "tree", "an", "ae", "ad", "cn", "ce", "cd", "message"]
         entries = []
         for record in text.split("\x1e"):
             record = record.strip("\n")
@@ -257,8 +258,8 @@ class Git:
         return entries
 
     def diff_files(self, repo: Path, base: str, head: str) -> list[FileChange]:
-        """Per-file status, additions and deletions of ``base..head`` (no rename detection)."""
-        status_text = self.out(repo, "diff", "--no-renames", "--name-status", base, head)
+        """Per-file status, blob, additions and deletions of ``base..head`` (no renames)."""
+        raw = self.out(repo, "diff", "--no-renames", "--raw", "--no-abbrev", base, head)
         numstat = self.out(repo, "diff", "--no-renames", "--numstat", base, head)
         counts: dict[str, tuple[int, int]] = {}
         for line in numstat.splitlines():
@@ -269,8 +270,11 @@ class Git:
             )
         names = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
         files = []
-        for line in status_text.splitlines():
-            code, path = line.split("\t", 1)
+        for line in raw.splitlines():  # ":100644 100644 <old blob> <new blob> M\tpath"
+            meta, path = line.split("\t", 1)
+            _, _, old_blob, new_blob, code = meta.split(" ")
             additions, deletions = counts.get(path, (0, 0))
-            files.append(FileChange(path, names.get(code[0], "modified"), additions, deletions))
+            status = names.get(code[0], "modified")
+            blob = old_blob if status == "removed" else new_blob
+            files.append(FileChange(path, status, additions, deletions, blob))
         return files
