@@ -29,7 +29,6 @@ from engine.poll.steps import Pass, PassReport, error_outcome, log, page_limit
 from engine.store.models import RunStatus
 from engine.store.pollstore import PollOutcome
 from engine.triggers import (
-    FALLBACK_VERB,
     REASON_LOG_LEVELS,
     CommentItem,
     CommentKind,
@@ -45,7 +44,7 @@ from engine.triggers import (
     pr_opened_dedupe_key,
 )
 
-FEEDS: tuple[CommentKind, ...] = ("issue", "review")
+FEEDS: tuple[CommentKind, ...] = ("issue", "diff")
 """The comment feeds a pass reads, in order."""
 
 
@@ -152,6 +151,8 @@ class MentionsPass(Pass):
             open_prs=self.open_prs,
             handle=mentions.handle,
             allowlist=frozenset(mentions.allowlist),
+            verbs=frozenset(mentions.verbs),
+            default_verb=mentions.default_verb,
         )
 
     def counted(self, decision: Decision) -> bool:
@@ -221,11 +222,9 @@ class MentionsPass(Pass):
         log_decision(self.name, decision, pr=pr.number, comment_id=None, kind="pull")
         if not self.counted(decision):
             return
-        context = {
-            **event_context(pr, self.config.repo, self.config),
-            "event": str(decision.event),
-            "verb": FALLBACK_VERB,
-        }
+        context = {**event_context(pr, self.config.repo, self.config), "event": str(decision.event)}
+        if self.mentions.default_verb is not None:
+            context["verb"] = self.mentions.default_verb
         # The key names the head SHA; a pull opens once, whatever is pushed.
         opened = pr_opened_dedupe_key(self.config.repo, pr.number, "")
         self.fire(self.pulls_leg, decision, pr.created_at, pr.number, context, opened)
@@ -302,8 +301,9 @@ class MentionsPass(Pass):
             comment_id=comment.id,
             comment_author=comment.user_login,
             comment_author_id=comment.user_id,
-            verb=decision.verb or FALLBACK_VERB,
         )
+        if decision.verb is not None:
+            context["verb"] = decision.verb
         self.fire(leg, decision, comment.updated_at, comment.pr_number, context)
 
     # -- one accepted item ----------------------------------------------------------------
