@@ -3,6 +3,7 @@ mention, describe-pr (ghsim + real git + stub reviewer, as tests/wrapper/test_re
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -409,3 +410,22 @@ def test_prepared_comment_has_no_mention_and_no_html(text: str) -> None:
     out = prepare_comment(text, HANDLE)
     assert find_mention(out, HANDLE) is None
     assert not has_raw_html(out)
+
+
+def test_the_wrapper_uses_only_the_public_api_of_engine_triggers() -> None:
+    # engine.triggers exports its detector and parser; a submodule or a private name
+    # imported from outside would tie the wrapper to its insides again (issue 16).
+    offending = []
+    for path in sorted((ROOT / "wrapper").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "engine.triggers"
+            ):
+                names = [alias.name for alias in node.names]
+                if node.module != "engine.triggers" or any(n.startswith("_") for n in names):
+                    offending.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif isinstance(node, ast.Import) and any(
+                alias.name.startswith("engine.triggers.") for alias in node.names
+            ):
+                offending.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offending == []
