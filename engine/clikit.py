@@ -1,4 +1,4 @@
-"""Command-line plumbing shared by ``li`` and ``kdev``: usage errors as one line."""
+"""Command-line plumbing shared by ``li`` and the wrapper: usage errors as one line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tables for people, printed with rich: one function for li and kdev.
+"""Tables for people, printed with rich: one function for li and the wrapper.
 
 On a terminal the header is bold (no escape codes at all with ``NO_COLOR`` set) and
 columns fit the terminal. Anything else - a pipe, a file, a test runner -

@@ -27,10 +27,7 @@ import logging
 import re
 from collections.abc import Iterable
 
-import cmarkgfm
-
-from engine.triggers import count_mentions, find_mention, validate_handle
-from engine.triggers.mention import GFM_EXTENSIONS, render
+from engine.triggers import count_mentions, find_mention, has_raw_html, render, validate_handle
 from wrapper.ledger.ledger import find_secrets
 
 log = logging.getLogger("kdev.neutralise")
@@ -47,7 +44,6 @@ _BACKTICKS = re.compile(r"`+")
 # A source line as cmark-gfm counts lines (LF, CRLF or CR), with its ending.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _PRE_SOURCEPOS = re.compile(r'<pre data-sourcepos="(\d+):\d+-(\d+):\d+"')
-_RAW_HTML_OMITTED = "<!-- raw HTML omitted -->"
 
 
 # The ways a source can write the "@" of a mention: the character, a backslash escape,
@@ -141,15 +137,6 @@ def _escape_outside_spans(segment: str) -> str:
     return "".join(out)
 
 
-def has_html(text: str) -> bool:
-    """True when cmark-gfm finds raw HTML (a block or inline HTML) in ``text``: rendered
-    without raw HTML, GitHub's parser puts a placeholder where each piece was."""
-    html: str = cmarkgfm.markdown_to_html_with_extensions(
-        text, options=0, extensions=list(GFM_EXTENSIONS)
-    )
-    return _RAW_HTML_OMITTED in html
-
-
 def escape_prose(text: str) -> str:
     """``text`` with raw HTML (``<`` -> ``&lt;``) and cross-references (``#123`` and
     ``owner/repo#123``: ``#`` -> ``&#35;``) escaped outside code blocks and code spans.
@@ -158,7 +145,7 @@ def escape_prose(text: str) -> str:
     scanner misjudged), every ``<`` outside code blocks is escaped, code spans included.
     """
     escaped = _escape(text, spans=True)
-    return escaped if not has_html(escaped) else _escape(text, spans=False)
+    return escaped if not has_raw_html(escaped) else _escape(text, spans=False)
 
 
 def _escape(text: str, *, spans: bool) -> str:

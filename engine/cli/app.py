@@ -325,7 +325,7 @@ def mentions_options(
         # (docs/decisions.md, "The engine no longer rejects the agent's own account").
         typer.echo(
             "li: warning: --self-user-id is deprecated and ignored: the agent's own account"
-            " can summon a review; kdev skips the comments it posted itself"
+            " can summon the fired command, which must skip the comments it posted itself"
             " (self_user_id_ignored)",
             err=True,
         )
@@ -782,7 +782,7 @@ def engine_run(
         None, "--metrics-addr", help="HOST:PORT: serve Prometheus metrics at /metrics."
     ),
     metrics_textfile: Path | None = typer.Option(
-        None, "--metrics-textfile", help="kdev's metrics file (KDEV_METRICS_FILE) to re-export."
+        None, "--metrics-textfile", help="A metrics textfile a fired program writes, to re-export."
     ),
 ) -> None:
     """Run the engine until SIGTERM/SIGINT (or one pass with --once)."""

@@ -1,8 +1,8 @@
 """``li schedule events``: the decisions github_poll passes took per event.
 
 Registered onto :data:`engine.cli.app.schedule_app` when :mod:`engine.cli.app` is imported.
-The ``--json`` form is a public interface (docs/cli.md): other programs (``kdev
-explain``) read the engine's side of a pull request through it, never its tables.
+The ``--json`` form is a public interface (docs/cli.md): other programs (the wrapper's
+``explain``) read the engine's side of a pull request through it, never its tables.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ logger = logging.getLogger("engine.github.client")
 
 def utcnow() -> datetime:
     """The current time, aware, in UTC (as engine.store.models.utcnow, without importing the
-    ORM: kdev's fast paths import this module but never SQLAlchemy; issue 19)."""
+    ORM: the wrapper's fast paths import this module but never SQLAlchemy; issue 19)."""
     return datetime.now(UTC)
 
 
@@ -499,7 +499,7 @@ _COMMENT_SHAPE: dict[str, Any] = {
 _COMMENT_SHAPE_JSON = json.dumps(_COMMENT_SHAPE, sort_keys=True).encode()
 COMMENT_SHAPE_ID = hashlib.sha256(_COMMENT_SHAPE_JSON).hexdigest()[:8]
 # kind -> the path of its repository-wide comment feed.
-_FEED_PATHS = {"issue": "issues/comments", "review": "pulls/comments"}
+_FEED_PATHS = {"issue": "issues/comments", "diff": "pulls/comments"}
 
 
 def _project(value: Any, shape: dict[str, Any] | None) -> Any:
@@ -804,7 +804,7 @@ class GitHubClient:
         """A repository-wide comment feed, ``updated_at`` ascending, from ``since`` on.
 
         ``kind`` ``issue`` reads ``GET /repos/{repo}/issues/comments`` (conversation
-        comments, on issues and pull requests alike), ``review`` reads
+        comments, on issues and pull requests alike), ``diff`` reads
         ``/pulls/comments`` (comments on diff lines). ``since`` (aware; None: from the
         start) is sent as ``since=<ISO Z>``, which GitHub applies inclusively to
         ``updated_at``. ``Link: rel="next"`` is followed verbatim up to ``max_pages``.
@@ -817,7 +817,7 @@ class GitHubClient:
         """
         _check_repo(repo)
         if kind not in _FEED_PATHS:
-            raise InvalidInput(f"a comment feed is issue or review, got {kind!r}", "invalid_feed")
+            raise InvalidInput(f"a comment feed is issue or diff, got {kind!r}", "invalid_feed")
         if max_pages < 1:
             raise InvalidInput(f"max_pages must be at least 1, got {max_pages}", "invalid_pages")
         params: dict[str, str | int] = {"sort": "updated", "direction": "asc", "per_page": 100}
@@ -1219,7 +1219,7 @@ class GitHubClient:
 
     def get_comment(self, repo: str, comment_id: int, kind: str = "issue") -> dict[str, Any]:
         """One comment as GitHub returns it: ``GET /repos/{repo}/issues/comments/{id}``
-        (``kind="issue"``) or ``/pulls/comments/{id}`` (``kind="review"``).
+        (``kind="issue"``) or ``/pulls/comments/{id}`` (``kind="diff"``).
 
         Unconditional (no ETag). Errors translate as for every request (a missing
         comment is ``not_found``); a body that is not a JSON object is ``malformed_payload``.
@@ -1227,9 +1227,7 @@ class GitHubClient:
         _check_repo(repo)
         _check_id(comment_id, "a comment id")
         if kind not in _COMMENT_PATHS:
-            raise InvalidInput(
-                f"a comment kind is 'issue' or 'review', got {kind!r}", "invalid_kind"
-            )
+            raise InvalidInput(f"a comment kind is 'issue' or 'diff', got {kind!r}", "invalid_kind")
         url = f"{self.api_url}/repos/{repo}/{_COMMENT_PATHS[kind]}/{comment_id}"
         return self._json(self._request(url), dict, url)
 
@@ -1246,7 +1244,7 @@ class GitHubClient:
         return self._json(response, dict, url)
 
 
-_COMMENT_PATHS = {"issue": "issues/comments", "review": "pulls/comments"}
+_COMMENT_PATHS = {"issue": "issues/comments", "diff": "pulls/comments"}
 
 
 def _check_id(value: int, what: str) -> None:

@@ -1,7 +1,7 @@
 """The ETag cache in the ``http_cache`` table (split from engine.github.client, issue 19).
 
 It is the only part of the GitHub client that needs the database; keeping it here lets
-``kdev`` import the client without importing SQLAlchemy.
+the wrapper import the client without importing SQLAlchemy.
 """
 
 from __future__ import annotations

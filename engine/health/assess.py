@@ -86,7 +86,7 @@ class Cause:
 
 @dataclass(frozen=True)
 class Health:
-    """The verdict on one schedule; ``causes`` lists every problem, most severe first."""
+    """The assessment of one schedule; ``causes`` lists every problem, most severe first."""
 
     state: HealthState
     causes: tuple[Cause, ...] = ()
@@ -372,7 +372,7 @@ def capped_counter_next(
 ) -> int:
     """The capped-poll counter after one pass (docs/decisions.md D7); never negative.
 
-    Flags describe the pass: ``polled`` it sent a poll; ``fresh_ok_poll`` that poll
+    Flags tell what the pass did: ``polled`` it sent a poll; ``fresh_ok_poll`` that poll
     settled OK (a poll that was not sent cannot be fresh); ``scan_complete`` the scan
     reached the cursor within page_limit; ``confirmed_launch`` a launch was confirmed;
     ``held_batch`` the pass worked on a batch held from an earlier pass;

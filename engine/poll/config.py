@@ -9,6 +9,10 @@ boolean, and is refused rather than guessed at. Reason codes:
 - ``invalid_trigger_config``: a stored or given config that does not validate
 - ``allowlist_config_error``: a ``mentions.allowlist`` entry is not a numeric user id
 - ``invalid_handle``: ``mentions.handle`` is not a GitHub login
+
+A ``mentions`` block may name ``verbs`` (words a mention may be followed by) and a
+``default_verb`` (the verb of any other mention, and of ``pr_opened``); a verb that is
+not one word is ``invalid_trigger_config``. The engine has no verbs of its own.
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from engine.durations import MAX_POLL_INTERVAL_SECONDS
 from engine.errors import InvalidInput, LiError
-from engine.triggers import ALLOWLIST_CONFIG_ERROR, parse_allowlist, validate_handle
+from engine.triggers import (
+    ALLOWLIST_CONFIG_ERROR,
+    parse_allowlist,
+    validate_handle,
+    validate_verb,
+)
 
 # GitHub logins: 1-39 letters or digits, single hyphens only between them.
 _OWNER = re.compile(r"^(?=.{1,39}$)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
@@ -78,11 +87,24 @@ class PollFilters(BaseModel):
     same_repo_only: StrictBool = True  # False lets fork PRs fire (the wrapper still checks)
 
 
+def _as_verb(value: object) -> str:
+    try:
+        return validate_verb(value)
+    except LiError as exc:
+        raise PydanticCustomError(exc.reason, exc.message) from None
+
+
 class MentionsConfig(BaseModel):
     """What a ``mentions`` schedule listens for: comments that mention ``handle`` written
     by an allowlisted numeric user id, and (``pr_opened``) new pull requests opened by
     one. ``self_user_id`` is deprecated and ignored (kept so that stored schedules and
-    schedule files still load): the engine does not filter by account."""
+    schedule files still load): the engine does not filter by account.
+
+    ``verbs`` and ``default_verb`` give the ``verb`` template variable: the word after
+    a mention when it is one of ``verbs`` (case-insensitive), else ``default_verb``;
+    ``pr_opened`` gets ``default_verb``. With no ``default_verb`` such an event has no
+    ``verb`` variable. Both are left out of dumps when unset, so a stored schedule
+    written before they existed reads back unchanged."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -90,6 +112,25 @@ class MentionsConfig(BaseModel):
     allowlist: list[int]
     self_user_id: StrictInt | None = Field(default=None, ge=1)
     pr_opened: StrictBool = True
+    verbs: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    default_verb: str | None = Field(default=None, exclude_if=lambda value: value is None)
+
+    @field_validator("verbs", mode="before")
+    @classmethod
+    def _verbs_are_words(cls, value: object) -> list[str]:
+        if not isinstance(value, list):
+            raise PydanticCustomError("list_type", "Input should be a valid list")
+        words: list[str] = []
+        for item in value:
+            word = _as_verb(item)
+            if word not in words:
+                words.append(word)
+        return words
+
+    @field_validator("default_verb", mode="before")
+    @classmethod
+    def _default_verb_is_a_word(cls, value: object) -> str | None:
+        return None if value is None else _as_verb(value)
 
     @field_validator("handle")
     @classmethod

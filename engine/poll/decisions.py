@@ -96,7 +96,7 @@ class SeenEvent(Protocol):
 
 
 class PassDecision(Protocol):
-    """One decision of a pass (engine.poll.pollpass.EventDecision satisfies it)."""
+    """One decision of a pass (engine.poll.steps.EventDecision satisfies it)."""
 
     @property
     def event(self) -> SeenEvent: ...

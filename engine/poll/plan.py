@@ -2,7 +2,8 @@
 
 Why it is built this way: docs/decisions.md D10.
 
-Nothing here does I/O. :mod:`engine.poll.pollpass` fetches, claims and launches around it.
+Nothing here does I/O. :mod:`engine.poll.pollpass` and :mod:`engine.poll.mentions` fetch,
+claim and launch around it.
 
 Vocabulary:
 

@@ -12,7 +12,7 @@ default, so importing this module in tests or tools never exports anything):
   left and every live engine's heartbeat age. These are shared by every engine on the
   database, so each engine reports the same values.
 
-kdev's outcomes come from the textfile kdev writes atomically (wrapper.metrics): the
+The wrapper's outcomes come from the textfile it writes atomically (wrapper.metrics): the
 engine re-exports the file named by ``--metrics-textfile`` at each scrape, so one
 endpoint carries both programs' metrics (node_exporter's textfile collector can read the
 same file instead).
@@ -117,7 +117,7 @@ def record_rate(identity: str, headers: Mapping[str, str]) -> None:
 
 
 class StoreCollector(Collector):
-    """Scrape-time metrics read from the database, plus kdev's textfile."""
+    """Scrape-time metrics read from the database, plus the wrapper's textfile."""
 
     def __init__(self, store: Store, textfile: Path | None = None) -> None:
         self.store = store
@@ -131,7 +131,7 @@ class StoreCollector(Collector):
         yield from self._from_textfile()
 
     def _from_store(self) -> Iterable[Metric]:
-        # Imported here: kdev imports this module (record_rate) on paths that must not
+        # Imported here: the wrapper imports this module (record_rate) on paths that must not
         # import SQLAlchemy (issue 19).
         from engine.health.assess import HealthState
         from engine.health.status import schedule_health
@@ -182,7 +182,7 @@ class StoreCollector(Collector):
         try:
             text = self.textfile.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []  # kdev has not counted anything yet
+            return []  # the wrapper has not counted anything yet
         except OSError as exc:
             log.warning("metrics: cannot read %s: %s", self.textfile, exc)
             return []

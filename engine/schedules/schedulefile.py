@@ -171,7 +171,7 @@ def _line_of(root: Node, loc: Sequence[int | str]) -> int:
 
 def yaml_line_of(root: Node, loc: Sequence[int | str]) -> int:
     """Public name of :func:`_line_of`: the line of ``loc`` in a composed YAML document
-    (kdev config validate maps its errors with it, as schedule files do)."""
+    (the wrapper's config validation maps its errors with it, as schedule files do)."""
     return _line_of(root, loc)
 
 

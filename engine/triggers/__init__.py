@@ -3,10 +3,13 @@
 Why it is built this way: docs/decisions.md D14.
 
 - :mod:`engine.triggers.mention`: does a comment body mention a handle in prose, and
-  with which verb.
+  with which of the schedule's verbs; GitHub's comment parser (cmark-gfm).
 - :mod:`engine.triggers.allowlist`: parse the numeric user-id allowlist.
 - :mod:`engine.triggers.classify`: typed items and state in, a :class:`Decision` with a
   reason code out; watermarks and dedupe keys.
+
+The names exported here are the public API (the detector and the parser); other
+packages import them from ``engine.triggers``, never a module's private names.
 
 See docs/triggers.md. The poller integration (comment feeds, persisted watermarks,
 firing) is built on top of this package.
@@ -34,22 +37,26 @@ from engine.triggers.classify import (
     pr_opened_dedupe_key,
 )
 from engine.triggers.mention import (
-    FALLBACK_VERB,
+    GFM_EXTENSIONS,
     INVALID_HANDLE,
-    KNOWN_VERBS,
+    INVALID_VERB,
     Mention,
     count_mentions,
     find_mention,
+    has_raw_html,
+    mention_pattern,
     prose_lines,
+    render,
     validate_handle,
+    validate_verb,
 )
 
 __all__ = [
     "ALLOWLIST_CONFIG_ERROR",
-    "FALLBACK_VERB",
+    "GFM_EXTENSIONS",
     "GHOST_USER",
     "INVALID_HANDLE",
-    "KNOWN_VERBS",
+    "INVALID_VERB",
     "MALFORMED_PAYLOAD",
     "REASON_LOG_LEVELS",
     "CommentItem",
@@ -67,10 +74,14 @@ __all__ = [
     "comment_from_payload",
     "count_mentions",
     "find_mention",
+    "has_raw_html",
     "is_bot",
     "mention_dedupe_key",
+    "mention_pattern",
     "parse_allowlist",
     "pr_opened_dedupe_key",
     "prose_lines",
+    "render",
     "validate_handle",
+    "validate_verb",
 ]

@@ -4,7 +4,7 @@ Nothing here does I/O: the poller fetches items, keeps the watermarks and fires;
 module maps ``(item, state)`` to a :class:`Decision`. Two events:
 
 - ``pr_opened``: a pull request, fresh by ``created_at`` against the PR watermark.
-- ``mention``: a comment (issue or review comment) that mentions the handle, fresh by
+- ``mention``: a comment (issue or diff comment) that mentions the handle, fresh by
   ``updated_at`` against the comments watermark, so editing a mention into an old
   comment still triggers.
 
@@ -34,7 +34,9 @@ from typing import Any, Literal, TypeVar
 
 from engine.triggers.mention import find_mention
 
-CommentKind = Literal["issue", "review"]
+# "issue": a conversation comment (/issues/comments); "diff": a comment on a diff line
+# (/pulls/comments).
+CommentKind = Literal["issue", "diff"]
 T = TypeVar("T")
 
 
@@ -80,7 +82,7 @@ MALFORMED_PAYLOAD = "malformed_payload"
 @dataclass(frozen=True)
 class CommentItem:
     """One comment from a repo-wide feed: ``kind`` is ``issue`` (conversation) or
-    ``review`` (on a diff line). Timestamps are timezone-aware."""
+    ``diff`` (on a diff line). Timestamps are timezone-aware."""
 
     id: int
     node_id: str
@@ -115,7 +117,8 @@ class TriggerState:
     ``open_prs`` is the latest open-PR set, or None while unknown (no 200 yet): then the
     open-PR filter is off (fail open). ``allowlist`` comes from
     :func:`engine.triggers.allowlist.parse_allowlist`. There is no account filter: the
-    agent's own account may summon a review (docs/decisions.md D25).
+    agent's own account may summon it (docs/decisions.md D25). ``verbs`` and
+    ``default_verb`` are the schedule's (engine.triggers.mention.find_mention).
     """
 
     pr_watermark: datetime | None
@@ -123,12 +126,15 @@ class TriggerState:
     open_prs: frozenset[int] | None
     handle: str
     allowlist: frozenset[int]
+    verbs: frozenset[str] = frozenset()
+    default_verb: str | None = None
 
 
 @dataclass(frozen=True)
 class Decision:
     """The outcome for one item. An accept carries its ``event`` and ``dedupe_key``
-    (and, for a mention, its ``verb``); a reject carries only its ``reason``."""
+    (and, for a mention, its ``verb``, None when the schedule gives none); a reject
+    carries only its ``reason``."""
 
     accept: bool
     reason: Reason
@@ -181,10 +187,12 @@ def classify_comment(item: CommentItem, repo: str, state: TriggerState) -> Decis
         return _reject(Reason.PR_NOT_OPEN)
     if is_bot(item.user_type, item.user_login):
         return _reject(Reason.BOT_COMMENTER)
-    # No check by account: the agent's own account may summon a review by typing the
-    # handle (a single-maintainer repository). What kdev itself posted is neutralised and
-    # recorded by id; the wrapper refuses those ids (skipped_self_comment).
-    mention = find_mention(item.body, state.handle)
+    # No check by account: the agent's own account may summon it by typing the handle
+    # (a single-maintainer repository). What the fired program posts itself is its own
+    # business to neutralise and refuse (docs/triggers.md, "The self-loop").
+    mention = find_mention(
+        item.body, state.handle, verbs=state.verbs, default_verb=state.default_verb
+    )
     if mention is None:
         return _reject(Reason.NO_MENTION)
     # The numeric id, never the login: a freed login may belong to someone else now.
@@ -241,14 +249,14 @@ def advance_watermark(current: datetime | None, seen: Iterable[datetime]) -> dat
 
 _PR_URL_RE = {
     "issue": re.compile(r"/issues/(\d+)$"),
-    "review": re.compile(r"/pulls/(\d+)$"),
+    "diff": re.compile(r"/pulls/(\d+)$"),
 }
-_PR_URL_FIELD = {"issue": "issue_url", "review": "pull_request_url"}
+_PR_URL_FIELD = {"issue": "issue_url", "diff": "pull_request_url"}
 
 
 def comment_from_payload(raw: object, kind: CommentKind) -> CommentItem:
     """Parse one item of ``GET /repos/{o}/{r}/issues/comments`` (``kind="issue"``) or
-    ``/pulls/comments`` (``kind="review"``) strictly.
+    ``/pulls/comments`` (``kind="diff"``) strictly.
 
     The PR number comes from ``issue_url`` or ``pull_request_url``. Raises
     :class:`PayloadError`: ``ghost_user`` for ``user: null``, ``malformed_payload`` for

@@ -19,14 +19,21 @@ character, ``@``, ``.``, ``-`` or ``/`` right before the ``@`` disqualifies it
 
 The *verb* is the word right after the first counted mention, on the same line of the
 same block (spaces, tabs and ``,:;`` may sit between them; emphasis and strikethrough
-are transparent, any other element ends the search): a word in :data:`KNOWN_VERBS` is
-taken as is (case-folded), anything else, or no word at all, gives
-:data:`FALLBACK_VERB`.
+are transparent, any other element ends the search): a word among the schedule's
+``verbs`` is taken as is (case-folded), anything else, or no word at all, gives the
+schedule's ``default_verb`` (None when it has none). The engine knows no verb of its
+own: they are the schedule's data (``mentions.verbs``, ``mentions.default_verb``).
+
+Public API (what other packages may use): the detector (:func:`find_mention`,
+:func:`count_mentions`, :func:`mention_pattern`, :func:`validate_handle`) and the
+parser (:func:`render` with :data:`GFM_EXTENSIONS`, :func:`has_raw_html`,
+:func:`prose_lines`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -36,12 +43,8 @@ from cmarkgfm.cmark import Options
 
 from engine.errors import InvalidInput
 
-FALLBACK_VERB = "review"
-"""The verb of a mention followed by no known verb."""
-KNOWN_VERBS = frozenset({"review", "describe"})
-"""Verbs a mention may name explicitly; any other word falls back to FALLBACK_VERB."""
-
 INVALID_HANDLE = "invalid_handle"
+INVALID_VERB = "invalid_verb"
 
 GFM_EXTENSIONS = ("table", "strikethrough", "autolink", "tagfilter", "tasklist")
 """The cmark-gfm extensions GitHub enables for comments."""
@@ -53,7 +56,7 @@ _LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
 _OPAQUE = "\x00"
 # Elements whose text never counts.
 _EXCLUDING = frozenset({"a", "code", "pre", "blockquote"})
-# Inline elements that do not separate words ("@handle *describe*" keeps its verb).
+# Inline elements that do not separate words ("@handle *verb*" keeps its verb).
 _TRANSPARENT = frozenset(
     {"em", "strong", "del", "s", "strike", "b", "i", "u", "span", "sub", "sup"}
 )
@@ -63,15 +66,21 @@ _VOID = frozenset(
      "param", "source", "track", "wbr"}
 )  # fmt: skip
 _VERB_RE = re.compile(r"[ \t,:;]*(\w+)")
+_WORD_RE = re.compile(r"\w+")
+# What the result of rendering without raw HTML puts where each piece of it was.
+_RAW_HTML_OMITTED = "<!-- raw HTML omitted -->"
 
 
 @dataclass(frozen=True)
 class Mention:
-    """The first counted mention: its ``verb`` and the ``line`` it sits on (the text of
-    that line of its block; text that does not count replaced by an opaque character)."""
+    """The first counted mention: its ``verb`` (None: no listed verb and no default), the
+    ``line`` it sits on (the text of that line of its block; text that does not count
+    replaced by an opaque character) and the ``word`` right after it (case-folded,
+    ``""`` when there is none)."""
 
-    verb: str
+    verb: str | None
     line: str
+    word: str = ""
 
 
 def validate_handle(handle: str) -> str:
@@ -86,17 +95,37 @@ def validate_handle(handle: str) -> str:
     return handle
 
 
-def render(body: str, *, sourcepos: bool = False) -> str:
-    """``body`` rendered to HTML as GitHub renders a comment (raw HTML kept)."""
-    options = Options.CMARK_OPT_UNSAFE | (Options.CMARK_OPT_SOURCEPOS if sourcepos else 0)
+def validate_verb(verb: object) -> str:
+    """``verb`` case-folded when it is one word (letters, digits, ``_``), as a mention's
+    verb is read; raises :class:`InvalidInput` (``invalid_verb``) otherwise."""
+    if not isinstance(verb, str) or not _WORD_RE.fullmatch(verb):
+        raise InvalidInput(
+            f"a verb is one word of letters, digits or '_', got {verb!r}", INVALID_VERB
+        )
+    return verb.casefold()
+
+
+def render(body: str, *, sourcepos: bool = False, raw_html: bool = True) -> str:
+    """``body`` rendered to HTML as GitHub renders a comment: raw HTML kept, or, with
+    ``raw_html`` False, replaced by a placeholder (see :func:`has_raw_html`)."""
+    options = (Options.CMARK_OPT_UNSAFE if raw_html else 0) | (
+        Options.CMARK_OPT_SOURCEPOS if sourcepos else 0
+    )
     html: str = cmarkgfm.markdown_to_html_with_extensions(
         body, options=options, extensions=list(GFM_EXTENSIONS)
     )
     return html
 
 
+def has_raw_html(text: str) -> bool:
+    """True when GitHub's parser finds raw HTML (a block or inline HTML) in ``text``."""
+    return _RAW_HTML_OMITTED in render(text, raw_html=False)
+
+
 @lru_cache(maxsize=64)
-def _mention_re(handle: str) -> re.Pattern[str]:
+def mention_pattern(handle: str) -> re.Pattern[str]:
+    """The pattern of a mention of ``handle`` inside one text node (word-bounded both
+    ways, case-insensitive; see the module doc). ``handle`` is not validated here."""
     return re.compile(
         rf"(?<![\w@.\-/])@{re.escape(handle)}(?![\w-])(?!\.\w)",
         re.IGNORECASE,
@@ -170,7 +199,7 @@ def walk(body: str) -> TextWalk:
 
 def count_mentions(body: str, handle: str) -> int:
     """How many mentions of ``@handle`` in ``body`` count."""
-    pattern = _mention_re(validate_handle(handle))
+    pattern = mention_pattern(validate_handle(handle))
     return sum(len(pattern.findall(text)) for _, text in walk(body).nodes)
 
 
@@ -180,13 +209,21 @@ def prose_lines(body: str) -> list[str]:
     return [line for line in "".join(walk(body).flat).split("\n") if line]
 
 
-def find_mention(body: str, handle: str) -> Mention | None:
+def find_mention(
+    body: str,
+    handle: str,
+    *,
+    verbs: Collection[str] = (),
+    default_verb: str | None = None,
+) -> Mention | None:
     """The first mention of ``@handle`` in ``body`` that counts, or None.
 
     ``handle`` is a GitHub login without ``@`` (:func:`validate_handle`); the match is
-    case-insensitive. See the module docstring for what counts.
+    case-insensitive. See the module docstring for what counts. The mention's verb is
+    the word after it when that word (case-folded) is in ``verbs``, else
+    ``default_verb``.
     """
-    pattern = _mention_re(validate_handle(handle))
+    pattern = mention_pattern(validate_handle(handle))
     result = walk(body)
     for start, text in result.nodes:
         match = pattern.search(text)
@@ -199,5 +236,6 @@ def find_mention(body: str, handle: str) -> Mention | None:
         line = flat[line_start : line_end if line_end >= 0 else len(flat)]
         verb_match = _VERB_RE.match(line, end - line_start)
         word = verb_match.group(1).casefold() if verb_match else ""
-        return Mention(verb=word if word in KNOWN_VERBS else FALLBACK_VERB, line=line)
+        verb = word if word and word in verbs else default_verb
+        return Mention(verb=verb, line=line, word=word)
     return None

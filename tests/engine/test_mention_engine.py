@@ -16,6 +16,7 @@ from sqlalchemy import Engine as SAEngine
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from engine.errors import LiError
 from engine.github.client import GitHubClient
 from engine.poll.config import validate_poll_config
 from engine.poll.pollpass import poll_once
@@ -34,6 +35,8 @@ MAINT = ("maint", 501)
 OTHER_MAINT = ("keeper", 502)
 AGENT = ("li-bot", 900)  # the token's own account
 ARGS = ["-c", 'echo "$@"', "fire", "{{ repo }}", "{{ pr_number }}", "{{ verb }}"]
+# The schedule's verbs (the engine has none of its own; docs/triggers.md).
+VERBS = {"verbs": ["review", "describe"], "default_verb": "review"}
 
 
 @dataclass
@@ -49,13 +52,15 @@ class World:
             self.db_url, github_api_url=self.sim.url, github_token=self.token, **overrides
         )
 
-    def add(self, name: str = "mentions", **mentions: Any) -> int:
+    def add(self, name: str = "mentions", args: list[str] = ARGS, **mentions: Any) -> int:
         block = {
             "handle": HANDLE,
             "allowlist": [MAINT[1], OTHER_MAINT[1]],
             "self_user_id": AGENT[1],
+            **VERBS,
             **mentions,
         }
+        block = {key: value for key, value in block.items() if value is not None}
         trigger = validate_poll_config(
             {"repo": REPO, "poll_interval_seconds": 60, "event": "mentions", "mentions": block}
         )
@@ -64,7 +69,7 @@ class World:
             trigger_type=TriggerType.GITHUB_POLL,
             trigger_config=trigger.model_dump(mode="json"),
             command="sh",
-            args=ARGS,
+            args=args,
         )
         return self.store.add_schedule(spec).id
 
@@ -286,7 +291,7 @@ def test_an_allowlisted_authors_new_pr_fires_pr_opened_once_and_a_draft_does_not
     [run] = world.poll()
     assert run.trigger_context["event"] == "pr_opened"
     assert run.trigger_context["pr_number"] == pr.number
-    assert run.trigger_context["verb"] == "review"  # the fallback verb
+    assert run.trigger_context["verb"] == "review"  # the schedule's default verb
     opened_sha = pr.head_sha
     logged = reasons(caplog)
     assert (draft.number, "draft") in logged
@@ -473,3 +478,65 @@ def test_trigger_keys_are_unique_per_schedule(world: World) -> None:
     assert first is not None and again is None
     with Session(world.store.engine) as session:
         assert session.scalar(select(func.count()).select_from(TriggerKey)) == 1
+
+
+def test_the_verb_comes_from_the_schedule_and_without_one_there_is_none(world: World) -> None:
+    # Custom verbs: the engine knows no word of its own.
+    world.add("own", verbs=["deploy"], default_verb="go")
+    # No verbs at all, and args that do not use one: fires with no verb variable.
+    world.add("plain", args=ARGS[:-1], verbs=None, default_verb=None)
+    # No verbs, args that use one: refused loudly (template_undefined), never guessed.
+    world.add("strict", verbs=None, default_verb=None)
+    pr = world.sim.open_pr(REPO, "b", {"b.py": "1\n"}, author=("stranger", 4444))
+    world.clock.advance(5)
+    world.sim.comment(REPO, pr.number, f"@{HANDLE} Deploy", author=MAINT)
+    world.sim.comment(REPO, pr.number, f"@{HANDLE} describe", author=OTHER_MAINT)
+    world.poll()
+    with Session(world.store.engine) as session:
+        runs = list(session.scalars(select(ScheduleRun)))
+    by_schedule: dict[str, list[tuple[str, Any, str | None]]] = {}
+    for run in sorted(runs, key=lambda r: r.trigger_context["comment_id"]):
+        by_schedule.setdefault(run.schedule_name, []).append(
+            (run.status, run.trigger_context.get("verb", "-"), run.reason)
+        )
+    ok, refused = RunStatus.SUCCEEDED.value, RunStatus.REFUSED.value
+    assert by_schedule == {
+        "own": [(ok, "deploy", None), (ok, "go", None)],
+        "plain": [(ok, "-", None), (ok, "-", None)],
+        "strict": [(refused, "-", "template_undefined"), (refused, "-", "template_undefined")],
+    }
+
+
+def test_a_stored_mentions_block_without_verbs_reads_back_unchanged() -> None:
+    # Schedules stored before verbs existed keep the same trigger_config dump.
+    old = {
+        "repo": REPO,
+        "event": "mentions",
+        "mentions": {"handle": HANDLE, "allowlist": [501], "self_user_id": None, "pr_opened": True},
+    }
+    assert validate_poll_config(old).model_dump(mode="json")["mentions"] == old["mentions"]
+    new = {**old, "mentions": {**old["mentions"], "verbs": ["Ship", "ship"], "default_verb": "Go"}}
+    dumped = validate_poll_config(new).model_dump(mode="json")["mentions"]
+    assert (dumped["verbs"], dumped["default_verb"]) == (["ship"], "go")
+
+
+@pytest.mark.parametrize(
+    ("block", "where"),
+    [
+        ({"verbs": ["two words"]}, "mentions.verbs"),
+        ({"verbs": "ship"}, "mentions.verbs"),
+        ({"verbs": [1]}, "mentions.verbs"),
+        ({"default_verb": "a-b"}, "mentions.default_verb"),
+        ({"default_verb": ""}, "mentions.default_verb"),
+    ],
+)
+def test_a_bad_verb_is_refused_naming_the_field(block: dict[str, Any], where: str) -> None:
+    config = {
+        "repo": REPO,
+        "event": "mentions",
+        "mentions": {"handle": HANDLE, "allowlist": [501], **block},
+    }
+    with pytest.raises(LiError) as caught:
+        validate_poll_config(config)
+    assert caught.value.reason == "invalid_trigger_config"
+    assert caught.value.message.startswith(f"trigger_config.{where}: ")

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from engine.errors import InvalidInput
 from engine.triggers import (
-    FALLBACK_VERB,
     REASON_LOG_LEVELS,
     CommentItem,
     PayloadError,
@@ -29,6 +28,7 @@ from engine.triggers import (
     find_mention,
     parse_allowlist,
     validate_handle,
+    validate_verb,
 )
 
 HANDLE = "claude"
@@ -37,6 +37,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "github"
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 MAINTAINER_ID = 101
 AGENT_ID = 999
+# The verbs of the schedule under test (the engine has none of its own).
+VERBS = frozenset({"review", "describe"})
+DEFAULT_VERB = "review"
 
 # (body, expected verb or None when the handle does not count)
 MENTION_CASES: list[tuple[str, str | None]] = [
@@ -133,13 +136,39 @@ MENTION_CASES: list[tuple[str, str | None]] = [
 
 @pytest.mark.parametrize(("body", "verb"), MENTION_CASES)
 def test_mention_table(body: str, verb: str | None) -> None:
-    mention = find_mention(body, HANDLE)
+    mention = find_mention(body, HANDLE, verbs=VERBS, default_verb=DEFAULT_VERB)
     assert (mention.verb if mention else None) == verb
+
+
+@pytest.mark.parametrize(("body", "verb"), MENTION_CASES)
+def test_without_verbs_a_mention_has_no_verb(body: str, verb: str | None) -> None:
+    # The engine has no verb of its own: with none configured every mention found has
+    # verb None, and the same bodies count as mentions.
+    mention = find_mention(body, HANDLE)
+    assert (mention is not None) == (verb is not None)
+    assert mention is None or mention.verb is None
+
+
+def test_verbs_are_the_schedules_own_words() -> None:
+    verbs = frozenset({"deploy", "summarise"})
+    found = find_mention("@claude Deploy now", HANDLE, verbs=verbs, default_verb="go")
+    assert found is not None and (found.verb, found.word) == ("deploy", "deploy")
+    other = find_mention("@claude describe", HANDLE, verbs=verbs, default_verb="go")
+    assert other is not None and (other.verb, other.word) == ("go", "describe")
+    bare = find_mention("@claude", HANDLE, verbs=verbs)
+    assert bare is not None and (bare.verb, bare.word) == (None, "")
+
+
+def test_a_verb_is_one_word_case_folded() -> None:
+    assert validate_verb("Describe") == "describe"
+    for bad in ["", "two words", "-x", "a-b", 3, None, "x\n"]:
+        with pytest.raises(InvalidInput) as caught:
+            validate_verb(bad)
+        assert caught.value.reason == "invalid_verb"
 
 
 def test_mention_table_is_big_enough() -> None:
     assert len(MENTION_CASES) >= 40
-    assert FALLBACK_VERB == "review"
 
 
 def test_handle_is_configurable_and_validated() -> None:
@@ -233,6 +262,8 @@ def state(**changes: Any) -> TriggerState:
         "open_prs": frozenset({7}),
         "handle": HANDLE,
         "allowlist": frozenset({MAINTAINER_ID, AGENT_ID}),
+        "verbs": VERBS,
+        "default_verb": DEFAULT_VERB,
     }
     values.update(changes)
     return TriggerState(**values)
@@ -441,9 +472,9 @@ def test_issue_comment_payload() -> None:
     assert item.updated_at == datetime(2011, 4, 14, 16, 0, 49, tzinfo=UTC)
 
 
-def test_review_comment_payload() -> None:
-    item = comment_from_payload(_fixture("review-comments-list.json"), "review")
-    assert (item.id, item.pr_number, item.kind) == (10, 1, "review")
+def test_diff_comment_payload() -> None:
+    item = comment_from_payload(_fixture("review-comments-list.json"), "diff")
+    assert (item.id, item.pr_number, item.kind) == (10, 1, "diff")
     assert item.node_id.startswith("MDI0")
 
 
@@ -470,7 +501,7 @@ def test_null_body_reads_as_empty() -> None:
         ({"updated_at": "2011-04-14T16:00:49"}, "issue"),
         ({"issue_url": "https://api.github.com/repos/o/r/issues/x"}, "issue"),
         ({"user": {"login": "a", "id": "1", "type": "User"}}, "issue"),
-        ({"pull_request_url": None}, "review"),
+        ({"pull_request_url": None}, "diff"),
     ],
 )
 def test_malformed_payloads(changes: dict[str, Any], kind: Any) -> None:
@@ -485,3 +516,10 @@ def test_non_object_payload() -> None:
     with pytest.raises(PayloadError) as caught:
         comment_from_payload(["not", "an", "object"], "issue")
     assert caught.value.reason == "malformed_payload"
+
+
+def test_the_classifier_takes_the_verb_from_the_state_only() -> None:
+    bare = classify_comment(comment(), REPO, state(verbs=frozenset(), default_verb=None))
+    assert bare.accept and bare.verb is None
+    own = classify_comment(comment(body="@claude deploy"), REPO, state(verbs=frozenset({"deploy"})))
+    assert own.accept and own.verb == "deploy"

@@ -3,6 +3,7 @@ mention, describe-pr (ghsim + real git + stub reviewer, as tests/wrapper/test_re
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -18,14 +19,13 @@ from hypothesis import strategies as st
 
 from engine.config import Settings
 from engine.github.client import GitHubClient
-from engine.triggers import find_mention
-from engine.triggers.mention import render
+from engine.triggers import find_mention, has_raw_html, render
 from ghsim import GitHubSim
 from tests.wrapper.test_review import BIN, REPO, ROOT, Bench
 from wrapper.comments import post_comment
 from wrapper.config import load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome
-from wrapper.neutralise import escape_prose, has_html, neutralise, prepare_comment
+from wrapper.neutralise import escape_prose, neutralise, prepare_comment
 from wrapper.review.describe import describe_pr
 from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
 
@@ -173,7 +173,7 @@ def test_github_comment_posts_one_neutralised_comment_per_round(bench: Bench) ->
     assert first.outcome is Outcome.REVIEWED and "posted" in first.detail
     [comment] = posted_by_kdev(bench)
     assert find_mention(comment.body, HANDLE) is None
-    assert not has_html(comment.body)
+    assert not has_raw_html(comment.body)
     assert "#12" not in comment.body and "octo/other#3" not in comment.body
     assert "`@kdev <b>`" in comment.body  # code spans untouched
     assert "```\n@kdev in a fence <i>\n```" in comment.body
@@ -237,7 +237,7 @@ def test_describe_posts_a_description_comment_and_counts_a_leg(bench: Bench) -> 
     assert report.outcome is Outcome.DESCRIBED, report
     [comment] = posted_by_kdev(bench)
     assert comment.body.startswith("**kdev description**")
-    assert find_mention(comment.body, HANDLE) is None and not has_html(comment.body)
+    assert find_mention(comment.body, HANDLE) is None and not has_raw_html(comment.body)
     assert comment.id in bench.ledger().posted_comment_ids(REPO)
     assert bench.legs() == 1
     assert bench.sim.pull(REPO, pr.number).body == "original body"  # never edited
@@ -409,4 +409,23 @@ def test_neutralised_text_has_no_mention_and_keeps_code(text: str) -> None:
 def test_prepared_comment_has_no_mention_and_no_html(text: str) -> None:
     out = prepare_comment(text, HANDLE)
     assert find_mention(out, HANDLE) is None
-    assert not has_html(out)
+    assert not has_raw_html(out)
+
+
+def test_the_wrapper_uses_only_the_public_api_of_engine_triggers() -> None:
+    # engine.triggers exports its detector and parser; a submodule or a private name
+    # imported from outside would tie the wrapper to its insides again (issue 16).
+    offending = []
+    for path in sorted((ROOT / "wrapper").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "engine.triggers"
+            ):
+                names = [alias.name for alias in node.names]
+                if node.module != "engine.triggers" or any(n.startswith("_") for n in names):
+                    offending.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif isinstance(node, ast.Import) and any(
+                alias.name.startswith("engine.triggers.") for alias in node.names
+            ):
+                offending.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offending == []

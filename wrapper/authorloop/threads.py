@@ -170,7 +170,7 @@ def reply(
     """
     if not text.strip():
         raise ConfigError("the reply text is empty", "invalid_reply")
-    inline = _find(github, repo, comment_id, "review")
+    inline = _find(github, repo, comment_id, "diff")
     if inline is not None:
         if not _belongs_to(inline, pr, "pull_request_url"):
             raise KdevError(f"comment {comment_id} is not on {repo} #{pr}", COMMENT_NOT_ON_PR)

@@ -175,7 +175,7 @@ def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> s
     wrapper's own ``mention_allowlist``; otherwise why not (one line)."""
     comment: dict[str, Any] | None = None
     kind = "issue"
-    for kind in ("issue", "review"):
+    for kind in ("issue", "diff"):
         try:
             comment = ctx.github.get_comment(repo, comment_id, kind)
             break
