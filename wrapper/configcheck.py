@@ -1,6 +1,6 @@
 """``kdev config validate`` / ``show``: every problem of kdev.yaml and repos.yaml at once,
 each as ``FILE:LINE: where: problem``, with the line mapper schedule files use
-(:func:`engine.schedules.schedulefile.yaml_line_of`)."""
+(:func:`engine.api.yaml_line_of`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from engine.poll.config import describe_validation_error, dotted
-from engine.schedules.schedulefile import yaml_line_of
+from engine.api import describe_validation_error, dotted, yaml_line_of
 from wrapper.config import KdevConfig
 from wrapper.sweep.config import SweepConfig
 

@@ -2,11 +2,12 @@
 
 Sources, each read through its public interface:
 
-- the engine's side through li's public read API, never its tables:
-  :func:`engine.poll.decisions.pr_history` (the github_poll schedules of the repository, their
-  decisions and runs for the PR, in the ``li schedule events/runs --pr N --json`` forms)
-  and :func:`engine.health.status.schedule_health` (only when the head was not seen), on the li
-  database (``LI_DATABASE_URL``), read only: never created or migrated here;
+- the engine's side through li's public, typed read API (:mod:`engine.api`), never its
+  tables: :meth:`~engine.api.LiReader.pr_history` (the github_poll schedules of the
+  repository, their decisions and runs for the PR; ``--json`` shows them in the
+  ``li schedule events/runs --pr N --json`` forms) and
+  :meth:`~engine.api.LiReader.schedule_health` (only when the head was not seen), on the
+  li database (``LI_DATABASE_URL``), read only: never created or migrated here;
 - kdev's outcome log (wrapper.ledger.outcomes) and the ledger (verdicts, carried heads,
   deferrals);
 - the PR's current head from GitHub.
@@ -16,60 +17,34 @@ It ends with one verdict line about the current head a person can act on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Protocol
 
+from engine.api import (
+    Decision,
+    PollSchedule,
+    PrHistory,
+    PrRun,
+    ScheduleHealthRow,
+)
 from engine.errors import LiError
 from engine.github.client import GitHubClient, GitHubError
-from wrapper.errors import KdevError
-from wrapper.ledger.ledger import Ledger, LedgerRow, format_timestamp, parse_timestamp
+from engine.timefmt import iso_utc, minute_utc
+from wrapper.ledger.ledger import Ledger, LedgerRow
 from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
 
 
 class EngineReader(Protocol):
-    """The engine's side of one PR (li's public read API)."""
+    """The engine's side of one PR (:class:`engine.api.LiReader` is one)."""
 
-    def history(self, repo: str, pr: int) -> dict[str, Any]: ...
-    def health(self, name: str) -> dict[str, Any] | None: ...
+    def pr_history(self, repo: str, pr: int) -> PrHistory: ...
+    def schedule_health(self, name: str | None = None) -> list[ScheduleHealthRow]: ...
 
 
-class LiDatabase:
-    """An :class:`EngineReader` on the li database (read only; never migrated here)."""
-
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        from sqlalchemy.engine import make_url  # not at import time: issue 19
-
-        from engine.config import Settings
-        from engine.store import db as dbmod
-        from engine.store.store import Store
-
-        url = Settings.from_env(dict(environ)).database_url
-        parsed = make_url(url)
-        if parsed.get_backend_name() == "sqlite" and parsed.database:
-            if not Path(parsed.database).expanduser().exists():
-                raise KdevError(f"li database {parsed.database} does not exist", "li_unreadable")
-        self.engine = dbmod.make_engine(url)
-        if dbmod.current_revision(self.engine) != dbmod.head_revision(self.engine):
-            self.engine.dispose()
-            raise KdevError("li database is not at the newest schema", "li_unreadable")
-        self.store = Store(self.engine)
-
-    def history(self, repo: str, pr: int) -> dict[str, Any]:
-        from engine.poll.decisions import pr_history
-
-        return pr_history(self.store, repo, pr)
-
-    def health(self, name: str) -> dict[str, Any] | None:
-        from engine.health.status import schedule_health
-
-        rows = schedule_health(self.store, name)
-        return rows[0].to_json() if rows else None
-
-    def close(self) -> None:
-        self.engine.dispose()
+# Schedule states in which a new head may go unseen; the verdict line names them.
+UNSEEN_STATES = frozenset({"blind", "stale", "overdue", "rate_limited", "disabled"})
 
 
 @dataclass(frozen=True)
@@ -81,7 +56,7 @@ class Line:
     text: str
 
     def to_json(self) -> dict[str, Any]:
-        at = None if self.at is None else format_timestamp(self.at)
+        at = None if self.at is None else iso_utc(self.at, timespec="auto")
         return {"at": at, "source": self.source, "text": self.text}
 
 
@@ -111,20 +86,16 @@ class Explanation:
         }
 
 
-def _moment(text: object) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_timestamp(text)
-    except (ValueError, KdevError):
-        return None
+def _second(moment: datetime | None) -> datetime | None:
+    """li's times to the second: the precision li's ``--json`` forms and the ledger show."""
+    return None if moment is None else moment.replace(microsecond=0)
 
 
 @dataclass
 class EngineSide:
-    schedules: list[dict[str, Any]] = field(default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    schedules: Sequence[PollSchedule] = ()
+    decisions: Sequence[Decision] = ()
+    runs: Sequence[PrRun] = ()
 
 
 def read_engine(reader: EngineReader | None, repo: str, pr: int, problems: list[str]) -> EngineSide:
@@ -132,23 +103,15 @@ def read_engine(reader: EngineReader | None, repo: str, pr: int, problems: list[
     if reader is None:
         return EngineSide()
     try:
-        found = reader.history(repo, pr)
+        found = reader.pr_history(repo, pr)
     except LiError as exc:
         problems.append(f"li: {exc.message} [{exc.reason}]")
         return EngineSide()
-    return EngineSide(
-        schedules=list(found["schedules"]),
-        decisions=list(found["decisions"]),
-        runs=list(found["runs"]),
-    )
+    return EngineSide(found.schedules, found.decisions, found.runs)
 
 
-def mention_handle(schedules: Sequence[Mapping[str, Any]]) -> str | None:
-    for row in schedules:
-        mentions = (row.get("trigger_config") or {}).get("mentions") or {}
-        if mentions.get("handle"):
-            return str(mentions["handle"])
-    return None
+def mention_handle(schedules: Sequence[PollSchedule]) -> str | None:
+    return next((s.mention_handle for s in schedules if s.mention_handle), None)
 
 
 def explain(
@@ -176,9 +139,9 @@ def explain(
     entries = outcomes.read(repo, pr)
     rows = ledger.list_ledger(repo, pr)
     result.engine = {
-        "schedules": [str(s["name"]) for s in side.schedules],
-        "decisions": side.decisions,
-        "runs": side.runs,
+        "schedules": [s.name for s in side.schedules],
+        "decisions": [d.to_json() for d in side.decisions],
+        "runs": [r.to_json() for r in side.runs],
     }
     result.outcomes = [e.to_json() for e in entries]
     result.timeline = build_timeline(side, entries, rows, now)
@@ -192,23 +155,19 @@ def build_timeline(
     """Every source's lines, oldest first (lines without a time last)."""
     timeline: list[Line] = []
     for d in side.decisions:
-        detail = f" ({d['detail']})" if d.get("detail") else ""
-        run = f" run {d['run_id']}" if d.get("run_id") is not None else ""
+        detail = f" ({d.detail})" if d.detail else ""
+        run = f" run {d.run_id}" if d.run_id is not None else ""
         timeline.append(
             Line(
-                _moment(d.get("decided_at")),
-                f"engine {d['schedule']}",
-                f"{d['decision']}{detail} head {str(d.get('head_sha'))[:7]}{run}",
+                _second(d.decided_at),
+                f"engine {d.schedule}",
+                f"{d.decision}{detail} head {d.head_sha[:7]}{run}",
             )
         )
     for r in side.runs:
-        reason = f" ({r['reason']})" if r.get("reason") else ""
+        reason = f" ({r.reason})" if r.reason else ""
         timeline.append(
-            Line(
-                _moment(r.get("started_at")),
-                f"engine {r['schedule']}",
-                f"run {r['id']} {r['status']}{reason}",
-            )
+            Line(_second(r.started_at), f"engine {r.schedule}", f"run {r.id} {r.status}{reason}")
         )
     for e in entries:
         extra = f" {e.verdict}" if e.verdict else ""
@@ -245,10 +204,6 @@ def _ago(moment: datetime | None, now: datetime) -> str:
     return f"{seconds // 86400}d ago"
 
 
-def _clock(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%MZ")
-
-
 def verdict(
     result: Explanation,
     side: EngineSide,
@@ -273,7 +228,7 @@ def verdict(
     for entry in rows:
         if entry.head_sha == head and entry.verdict and entry.deferred is None:
             return "reviewed", f"{label}: reviewed {entry.verdict} {_ago(entry.reviewed_at, now)}"
-    decided = [d for d in side.decisions if d.get("head_sha") == head]
+    decided = [d for d in side.decisions if d.head_sha == head]
     if decided:
         return _decision_line(label, decided[-1], side, how)
     earlier = ""
@@ -286,24 +241,24 @@ def verdict(
         return "no_schedule", (
             f"{label}: not seen{earlier}: no github_poll schedule watches {result.repo}"
         )
-    for row in side.schedules:
-        name = str(row["name"])
+    for schedule in side.schedules:
+        name = schedule.name
         try:
-            item = engine.health(name)
+            health = engine.schedule_health(name)
         except LiError as exc:
             result.problems.append(f"li health of {name}: {exc.message} [{exc.reason}]")
             continue
-        if item is None:
+        if not health:
             continue
-        state = str(item.get("state"))
-        if state in ("blind", "stale", "overdue", "rate_limited", "disabled"):
-            reason = item.get("last_error_reason") or state
-            since = _moment(item.get("last_healthy_poll_at")) or _moment(item.get("last_poll_at"))
-            when = f" since {_clock(since)}" if since else ""
-            return state, (
-                f"{label}: not seen yet{earlier}: schedule {name} is {state} ({reason}{when})"
+        item = health[0]
+        if item.state in UNSEEN_STATES:
+            reason = item.last_error_reason or item.state
+            since = item.last_healthy_poll_at or item.last_poll_at
+            when = f" since {minute_utc(since)}" if since else ""
+            return item.state, (
+                f"{label}: not seen yet{earlier}: schedule {name} is {item.state} ({reason}{when})"
             )
-    names = ", ".join(str(s["name"]) for s in side.schedules)
+    names = ", ".join(s.name for s in side.schedules)
     return "not_seen", f"{label}: not seen yet{earlier}: the next poll of {names} will see it"
 
 
@@ -315,7 +270,9 @@ def _outcome_line(label: str, entry: OutcomeEntry, how: str, now: datetime) -> s
         verdict = f" {entry.verdict}" if entry.verdict else ""
         return f"{label}: reviewed{verdict}{carried} {_ago(entry.at, now)}{artifact}"
     if outcome == "deferred_budget":
-        until = f" until {_clock(entry.reopens_at)}" if entry.reopens_at else " until a slot frees"
+        until = (
+            f" until {minute_utc(entry.reopens_at)}" if entry.reopens_at else " until a slot frees"
+        )
         return f"{label}: not reviewed: deferred by {entry.reason}{until}"
     if outcome == "skipped_fork":
         return f"{label}: not reviewed: skipped_fork ({entry.detail}); {how}"
@@ -330,12 +287,10 @@ def _outcome_line(label: str, entry: OutcomeEntry, how: str, now: datetime) -> s
     return f"{label}: not reviewed: {outcome}{detail}"
 
 
-def _decision_line(
-    label: str, decision: Mapping[str, Any], side: EngineSide, how: str
-) -> tuple[str, str]:
-    kind = str(decision["decision"])
-    name = decision.get("schedule")
-    detail = decision.get("detail")
+def _decision_line(label: str, decision: Decision, side: EngineSide, how: str) -> tuple[str, str]:
+    kind = decision.decision
+    name = decision.schedule
+    detail = decision.detail
     if kind.startswith("excluded:"):
         what = kind.partition(":")[2]
         why = " (fork)" if detail == "not_same_repo" else f" ({detail})" if detail else ""
@@ -355,11 +310,11 @@ def _decision_line(
             f"{label}: not reviewed: skipped_after_refusals ({detail}) by schedule {name}; "
             "fix the schedule's args, then " + how.split("; ")[-1]
         )
-    run = next((r for r in side.runs if r.get("id") == decision.get("run_id")), None)
-    status = f" ({run['status']}{', ' + run['reason'] if run.get('reason') else ''})" if run else ""
+    run = next((r for r in side.runs if r.id == decision.run_id), None)
+    status = f" ({run.status}{', ' + run.reason if run.reason else ''})" if run else ""
     return (
         kind,
-        f"{label}: fired as run {decision.get('run_id')}{status}; kdev recorded no outcome yet",
+        f"{label}: fired as run {decision.run_id}{status}; kdev recorded no outcome yet",
     )
 
 
@@ -367,7 +322,7 @@ def render(result: Explanation) -> list[str]:
     """The text form: header, timeline, problems, the verdict line last."""
     lines = [f"{result.repo} #{result.pr} (head {result.head_sha or 'unknown'})"]
     for line in result.timeline:
-        at = line.at.strftime("%Y-%m-%dT%H:%M:%SZ") if line.at else "-"
+        at = iso_utc(line.at) if line.at else "-"
         lines.append(f"  {at}  {line.source}: {line.text}")
     for problem in result.problems:
         lines.append(f"  ! {problem}")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from engine.api import HealthCause, ScheduleHealthRow
 from engine.config import Settings
 from engine.github.client import GitHubClient, RequestPacer
 from ghsim import GitHubSim
@@ -85,7 +86,7 @@ def sweep(
     dry_run: bool = False,
     later: timedelta = timedelta(0),
     retry_deferred: bool = True,
-    schedule_health: Callable[..., list[dict[str, Any]]] | None = None,
+    schedule_health: Callable[..., list[ScheduleHealthRow]] | None = None,
 ) -> SweepReport:
     settings = Settings(github_api_url=bench.sim.url, github_token=bench.token)
     with GitHubClient(settings, pacer=RequestPacer(100_000)) as client:
@@ -136,13 +137,19 @@ def test_a_head_absent_from_the_index_is_not_clean() -> None:
 
 
 def test_stale_blind_overdue_and_missing_review_schedules_are_health_problems() -> None:
+    def row(name: str, state: str, *messages: str) -> ScheduleHealthRow:
+        causes = tuple(HealthCause("c", message) for message in messages)
+        paging = state in ("stale", "blind", "overdue")
+        return ScheduleHealthRow(name, state, paging, causes, None, None, None)
+
     rows = [
-        {"name": "ok", "state": "healthy", "causes": []},
-        {"name": "old", "state": "stale", "causes": [{"message": "no healthy poll for 1h"}]},
-        {"name": "dark", "state": "blind", "causes": []},
-        {"name": "slow", "state": "overdue", "causes": []},
+        row("ok", "healthy"),
+        row("old", "stale", "no healthy poll for 1h"),
+        row("dark", "blind"),
+        row("slow", "overdue"),
+        row("limited", "rate_limited", "not paging"),
     ]
-    problems = schedule_problems(["ok", "old", "dark", "slow", "gone"], rows)
+    problems = schedule_problems(["ok", "old", "dark", "slow", "limited", "gone"], rows)
     assert [(p.code, p.subject) for p in problems] == [
         ("schedule_stale", "old"),
         ("schedule_blind", "dark"),

@@ -1,4 +1,4 @@
-"""``kdev explain``: registered onto :data:`wrapper.cli.app.app` when it is imported."""
+"""``kdev explain``: why a PR was (not) reviewed (wrapper.explain)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from datetime import UTC, datetime
 
 import typer
 
+from engine.api import LiReader, open_readonly
 from engine.config import Settings
 from engine.errors import LiError
 from engine.github.client import github_client
-from wrapper.cli.app import app, guarded, open_ledger
+from wrapper.cli.common import guarded, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
-from wrapper.explain import LiDatabase, explain, render
+from wrapper.explain import explain, render
 from wrapper.ledger.outcomes import OutcomeLog, keep_from_env
 
 
-@app.command("explain")
 def explain_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", min=1, help="Pull request number."),
@@ -30,10 +30,10 @@ def explain_cmd(
     def work() -> None:
         check_repo(repo)
         _, ledger = open_ledger(reviews_dir)
-        reader: LiDatabase | None = None
+        reader: LiReader | None = None
         problem = None
         try:
-            reader = LiDatabase(os.environ)
+            reader = open_readonly(None, os.environ)
         except LiError as exc:
             problem = f"li: {exc.message} [{exc.reason}]"
         try:

@@ -1,0 +1,170 @@
+"""The author's loop (docs/author-loop.md): ``kdev watch``, ``comments``, ``reply``,
+``resolve``, ``hide`` and ``pr-status``. Each imports its workflow only when it runs."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from engine.config import Settings
+from engine.durations import parse_duration
+from engine.errors import LiError
+from engine.github.client import github_client
+from wrapper.cli.common import guarded, open_ledger
+from wrapper.config import check_repo
+from wrapper.credentials import kdev_environ
+from wrapper.errors import ConfigError
+
+
+def watch_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    interval: str = typer.Option(
+        "auto", "--interval", help="auto (by PR size) or a duration, e.g. 90s or 5m."
+    ),
+    max_duration: str = typer.Option("2h", "--max-duration", help="e.g. 90m, 2h."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per event."),
+) -> None:
+    """Print one line per CI result and new comment until the PR closes or time runs out
+    (then the unsettled summary and exit 9)."""
+    from wrapper.authorloop.watch import PrWatch, WatchEvent
+
+    def emit(event: WatchEvent) -> None:
+        typer.echo(event.to_json() if as_json else event.line())
+
+    def work() -> int:
+        check_repo(repo)
+        try:
+            seconds = parse_duration(max_duration, what="--max-duration")
+        except LiError as exc:
+            raise ConfigError(exc.message, exc.reason) from None
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            watch = PrWatch(client, repo, pr, emit, interval=interval, max_duration=seconds)
+            return watch.run().exit_code
+
+    code = guarded(work)
+    if code:
+        raise typer.Exit(code)
+
+
+def comments_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    unresolved: bool = typer.Option(False, "--unresolved", help="Open threads only."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """All feedback on a PR with its source and priority, summarised by priority and file."""
+    from wrapper.authorloop.feedback import collect_feedback
+    from wrapper.authorloop.watch import one_line
+
+    def work() -> None:
+        check_repo(repo)
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            report = collect_feedback(client, repo, pr, unresolved=unresolved)
+        if as_json:
+            typer.echo(json.dumps(report.to_json()))
+            return
+        for item in report.items:
+            where = (
+                f" {item.path}:{item.line if item.line is not None else '?'}" if item.path else ""
+            )
+            state = f" [{item.state}]" if item.state else ""
+            status = "" if item.resolved is None else (" resolved" if item.resolved else " open")
+            typer.echo(
+                f"{item.priority.value} {item.source.value} {item.kind} node={item.node_id} "
+                f"id={item.id} @{item.user}{where}{state}{status}: {one_line(item.body)[:200]}"
+            )
+        typer.echo("by priority: " + ", ".join(f"{k} {v}" for k, v in report.by_priority.items()))
+        for path, counts in sorted(report.by_file.items()):
+            typer.echo(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+        typer.echo(f"open threads: {report.open_threads}")
+
+    guarded(work)
+
+
+def reply_cmd(
+    text: str = typer.Argument(..., help="The reply."),
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    comment_id: int = typer.Option(..., "--comment-id", help="The comment answered."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+) -> None:
+    """Reply to an inline comment (threaded) or an issue-level comment (quoting its id)."""
+    from wrapper.authorloop.threads import reply
+
+    def work() -> None:
+        config, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            result = reply(client, config, kdev_environ(), repo, pr, comment_id, text, ledger)
+        if as_json:
+            typer.echo(json.dumps(result.to_json()))
+        else:
+            typer.echo(f"replied: {result.kind} id={result.id} node={result.node_id}")
+
+    guarded(work)
+
+
+def resolve_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Resolve the review thread that starts with comment NODE."""
+    from wrapper.authorloop.threads import resolve
+
+    def work() -> None:
+        check_repo(repo)
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            thread = resolve(client, repo, pr, node)
+        if as_json:
+            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": True}
+            typer.echo(json.dumps(shown))
+        else:
+            typer.echo(f"resolved: thread {thread.id}")
+
+    guarded(work)
+
+
+def hide_cmd(
+    node: str = typer.Option(..., "--node", help="Node id of the comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Minimise a comment as OUTDATED."""
+    from wrapper.authorloop.threads import hide
+
+    def work() -> None:
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            reason = hide(client, node)
+        if as_json:
+            typer.echo(json.dumps({"node": node, "hidden": True, "reason": reason}))
+        else:
+            typer.echo(f"hidden: {node} ({reason})")
+
+    guarded(work)
+
+
+def pr_status_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Merge readiness: review rounds, feedback by priority, open threads, CI at the head."""
+    from wrapper.authorloop.pr_status import pr_status
+
+    def work() -> None:
+        _, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            status = pr_status(client, ledger, repo, pr)
+        if as_json:
+            typer.echo(json.dumps(status.to_json()))
+        else:
+            for line in status.lines():
+                typer.echo(line)
+
+    guarded(work)

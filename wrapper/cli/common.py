@@ -1,0 +1,91 @@
+"""What every kdev verb shares: the root callback (logging, redaction, ``--config``),
+error mapping to exit codes, and opening the ledger.
+
+Every error prints one line ``error: <message> [<reason_code>]`` and exits with the code
+of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+
+from engine.clikit import LogFormat, LogLevel, configure_logging
+from engine.clikit import guarded as clikit_guarded
+from wrapper import __version__
+from wrapper.config import load_config, resolve_reviews_dir
+from wrapper.credentials import harden_process, kdev_environ
+from wrapper.errors import ConfigError, KdevError
+from wrapper.leakscan import known_secrets
+from wrapper.ledger.ledger import Ledger
+from wrapper.logredact import REDACTOR
+from wrapper.logredact import install as install_log_redaction
+
+T = TypeVar("T")
+
+
+def guarded(work: Callable[[], T]) -> T:
+    """One line per error, a distinct exit code per class, never a traceback. An engine
+    error (settings read through the engine) is a configuration error here."""
+    return clikit_guarded(
+        work, exit_code=lambda exc: exc.exit_code if isinstance(exc, KdevError) else 2
+    )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kdev {__version__}")
+        raise typer.Exit()
+
+
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="The kdev.yaml to use (default: $KDEV_CONFIG)."
+    ),
+    log_format: LogFormat = typer.Option(
+        LogFormat.TEXT, "--log-format", help="text, or json: one object a line on stderr."
+    ),
+    log_level: LogLevel = typer.Option(
+        LogLevel.INFO, "--log-level", help="debug also logs each HTTP request."
+    ),
+) -> None:
+    """kdev: the review wrapper."""
+    harden_process()
+    global _config_path
+    _config_path = str(config) if config is not None else None
+    configure_logging(log_level.value, log_format.value)
+    install_log_redaction()
+    REDACTOR.add([kdev_environ().get("GITHUB_TOKEN", "")])
+
+
+# ``kdev --config PATH``; None: the KDEV_CONFIG variable (load_config's default).
+_config_path: str | None = None
+
+
+def config_path() -> str | None:
+    """The kdev.yaml path: ``--config`` first, then ``KDEV_CONFIG``."""
+    return _config_path if _config_path is not None else os.environ.get("KDEV_CONFIG")
+
+
+def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
+    config = load_config(config_path())
+    REDACTOR.add(known_secrets(config, kdev_environ()))
+    directory = resolve_reviews_dir(config, reviews_dir)
+    return config, Ledger(directory)
+
+
+def one_of(option: T | None, argument: T | None, flag: str) -> T:
+    """A value given as ``flag`` or positionally (not both, not neither)."""
+    if option is not None and argument is not None and option != argument:
+        raise ConfigError(f"{flag} and the positional value differ", "usage_error")
+    value = option if option is not None else argument
+    if value is None:
+        raise ConfigError(f"{flag} is required", "usage_error")
+    return value

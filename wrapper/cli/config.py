@@ -1,0 +1,58 @@
+"""``kdev config validate`` and ``kdev config show``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+import yaml
+
+from wrapper.cli.common import config_path, guarded
+from wrapper.config import load_config
+from wrapper.errors import ConfigError
+
+
+def config_validate(
+    repos_config: Path | None = typer.Option(
+        None, "--repos-config", help="Also check this repos config (YAML)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Check kdev.yaml (--config / KDEV_CONFIG) and a repos config: every problem at once,
+    each as FILE:LINE: problem; exit 2 when there is any."""
+    from wrapper.configcheck import check_configs
+
+    def work() -> None:
+        kdev_path = config_path()
+        if not kdev_path and repos_config is None:
+            raise ConfigError(
+                "nothing to check: give --config, KDEV_CONFIG or --repos-config", "usage_error"
+            )
+        problems = check_configs(Path(kdev_path) if kdev_path else None, repos_config)
+        if as_json:
+            shown = {"ok": not problems, "problems": [p.to_json() for p in problems]}
+            typer.echo(json.dumps(shown))
+        else:
+            for problem in problems:
+                typer.echo(str(problem))
+        if problems:
+            raise ConfigError(f"{len(problems)} problem(s) in the configuration", "invalid_config")
+        if not as_json:
+            typer.echo("configuration ok")
+
+    guarded(work)
+
+
+def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Print the effective kdev configuration, defaults included (it holds no secrets:
+    only the names of the variables that do)."""
+
+    def work() -> None:
+        data = load_config(config_path()).model_dump(mode="json")
+        if as_json:
+            typer.echo(json.dumps(data))
+        else:
+            typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+
+    guarded(work)

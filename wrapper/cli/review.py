@@ -1,0 +1,202 @@
+"""``kdev review-pr``, ``describe-pr`` and ``reviewers``: review one head, describe a PR,
+show which focused reviewers apply."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from engine.config import Settings
+from engine.github.client import github_client
+from wrapper.cli.common import guarded, open_ledger
+from wrapper.config import check_repo
+from wrapper.credentials import kdev_environ
+from wrapper.errors import ConfigError
+from wrapper.git import Git
+from wrapper.ledger.ledger import Ledger, check_sha
+from wrapper.ledger.outcomes import OutcomeLog, keep_from_env, recorded, secret_values
+from wrapper.metrics import count_outcome
+from wrapper.review.patch_id import fetch_pr_refs
+from wrapper.review.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
+from wrapper.review.roster import build_roster, read_roster_files
+
+
+def review_pr_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    head_sha: str | None = typer.Option(
+        None, "--head-sha", help="The head the event saw (default: the PR's current head)."
+    ),
+    pr_url: str | None = typer.Option(None, "--pr-url"),
+    author: str | None = typer.Option(None, "--author"),
+    force: bool = typer.Option(False, "--force", help="Forget this diff's verdict; review."),
+    checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    comment_id: str | None = typer.Option(
+        None, "--comment-id", help="The comment that asked for this run (empty: none)."
+    ),
+) -> None:
+    """Review one pull request head, once per distinct diff."""
+
+    def work() -> None:
+        config, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        settings = Settings.from_env(kdev_environ())
+        with github_client(settings) as client:
+            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
+            req = ReviewRequest(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha or "",
+                checkout=(checkout or Path.cwd()).resolve(),
+                pr_url=pr_url,
+                author=author,
+                force=force,
+                comment_id=parse_comment_id(comment_id),
+            )
+            report = run_recorded("review-pr", req, ledger, ctx, lambda: review_pr(req, ctx))
+        print_report(report, as_json)
+
+    guarded(work)
+
+
+def run_recorded(
+    command: str,
+    req: ReviewRequest,
+    ledger: Ledger,
+    ctx: ReviewContext,
+    run: Callable[[], ReviewReport],
+) -> ReviewReport:
+    """One review-pr / describe-pr invocation, its outcome appended to the PR's outcome
+    log and counted in the metrics textfile (``KDEV_METRICS_FILE``), a failure included."""
+    try:
+        report = recorded(
+            command,
+            req,
+            OutcomeLog(ledger, keep_from_env()),
+            run,
+            ctx.clock,
+            secret_values(ctx.config.secret_env, ctx.environ),
+        )
+    except Exception:
+        count_outcome("failed", ctx.environ)
+        raise
+    count_outcome(report.outcome.value, ctx.environ)
+    return report
+
+
+def parse_comment_id(value: str | None) -> int | None:
+    """``--comment-id``: absent or empty (a template with no comment) is None; else a
+    positive integer in decimal, or ConfigError ``invalid_comment_id``."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or text.startswith("0"):
+        raise ConfigError(
+            f"--comment-id must be a positive integer, got {value!r}", "invalid_comment_id"
+        )
+    return int(text)
+
+
+def print_report(report: ReviewReport, as_json: bool) -> None:
+    """One JSON line, or ``outcome: repo #pr head [verdict] [-> artifact] [(detail)]``."""
+    if as_json:
+        typer.echo(json.dumps(report.to_json()))
+        return
+    verdict = f" {report.verdict}" if report.verdict else ""
+    where = f" -> {report.artifact}" if report.artifact else ""
+    detail = f" ({report.detail})" if report.detail else ""
+    typer.echo(
+        f"{report.outcome.value}: {report.repo} #{report.pr} {report.head_sha[:12]}"
+        f"{verdict}{where}{detail}"
+    )
+
+
+def _describe(req: Any, ctx: Any) -> Any:
+    """``wrapper.review.describe.describe_pr``, imported only by describe-pr (issue 19)."""
+    from wrapper.review.describe import describe_pr
+
+    return describe_pr(req, ctx)
+
+
+def describe_pr_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    head_sha: str | None = typer.Option(None, "--head-sha", help="Default: the current head."),
+    checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    comment_id: str | None = typer.Option(
+        None, "--comment-id", help="The comment that asked for this run (empty: none)."
+    ),
+) -> None:
+    """Describe a pull request with the reviewer backend; post it as a PR comment."""
+
+    def work() -> None:
+        config, ledger = open_ledger(reviews_dir)
+        check_repo(repo)
+        if head_sha:
+            check_sha(head_sha, "--head-sha")
+        settings = Settings.from_env(kdev_environ())
+        with github_client(settings) as client:
+            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
+            req = ReviewRequest(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha or "",
+                checkout=(checkout or Path.cwd()).resolve(),
+                comment_id=parse_comment_id(comment_id),
+            )
+            report = run_recorded("describe-pr", req, ledger, ctx, lambda: _describe(req, ctx))
+        print_report(report, as_json)
+
+    guarded(work)
+
+
+def reviewers_cmd(
+    repo_root: Path = typer.Option(
+        Path("."), "--checkout", "--repo-root", help="Checkout or worktree root."
+    ),
+    pr: int | None = typer.Option(None, "--pr", help="Changed files of this PR (fetched)."),
+    base: str | None = typer.Option(
+        None, "--base", help="Base branch for --pr (default main), or a base ref for --head."
+    ),
+    head: str | None = typer.Option(None, "--head", help="Head ref (with --base)."),
+    changed: list[str] = typer.Option([], "--changed-file", help="A changed file (repeatable)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Which focused reviewers (defaults + AGENT-REVIEWERS.md) apply to a change."""
+
+    def work() -> None:
+        if head is not None and (base is None or pr is not None):
+            raise ConfigError("--head goes with --base and without --pr", "usage_error")
+        if pr is None and head is None and not changed:
+            raise ConfigError(
+                "give --pr N, --changed-file PATH or --base REF --head REF", "usage_error"
+            )
+        git = Git(repo_root)
+        files = list(changed)
+        if pr is not None:
+            base_ref, head_ref = fetch_pr_refs(git, base or "main", pr)
+            files += git.changed_files(base_ref, head_ref)
+        elif base is not None and head is not None:
+            files += git.changed_files(base, head)
+        roster = build_roster(read_roster_files(repo_root), files)
+        for warning in roster.warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        if as_json:
+            typer.echo(json.dumps(roster.to_json(), indent=2))
+            return
+        typer.echo(roster.summary)
+        for reviewer in roster.reviewers:
+            typer.echo(
+                f"{reviewer.name}  {reviewer.kind}  scope {reviewer.scope or '.'}  "
+                f"files: {', '.join(reviewer.changed_files)}"
+            )
+
+    guarded(work)

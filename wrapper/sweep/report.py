@@ -1,0 +1,152 @@
+"""What a sweep found and did: the typed report ``kdev pr-sweep --json`` prints."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.timefmt import iso_utc_or_none
+
+
+class UpdateOutcome(enum.StrEnum):
+    """What update-branch did for one PR that was clean and behind its base."""
+
+    UPDATED = "updated"  # the base was merged in and pushed to the head branch
+    WOULD_UPDATE = "would_update"  # --dry-run: it would have been updated
+    UP_TO_DATE = "up_to_date"  # the fetched base was already in the head; nothing pushed
+    NEEDS_MANUAL_REBASE = "needs_manual_rebase"  # merge conflict: aborted, notified
+    PUSH_REJECTED = "push_rejected"  # the head branch moved meanwhile (never forced)
+    FAILED = "failed"  # git or GitHub failed for this PR; ``reason`` says how
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    repo: str
+    pr: int
+    head_sha: str
+    outcome: UpdateOutcome
+    new_head: str | None = None
+    reason: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "outcome": self.outcome.value,
+            "new_head": self.new_head,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class DigestRow:
+    """One PR waiting only for a human approval."""
+
+    repo: str
+    pr: int
+    head_sha: str
+    verdict_line: str
+    artifact: str
+    pr_url: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "verdict_line": self.verdict_line,
+            "artifact": self.artifact,
+            "pr_url": self.pr_url,
+        }
+
+
+@dataclass(frozen=True)
+class DeferredRow:
+    """A pending ``deferred:budget`` marker, and what the sweep did about it."""
+
+    repo: str
+    pr: int
+    head_sha: str
+    budget: str
+    reopens_at: datetime | None
+    current: bool  # still the PR's head
+    retried: str | None = None  # the review outcome when it was retried
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "budget": self.budget,
+            "reopens_at": iso_utc_or_none(self.reopens_at, timespec="auto"),
+            "current": self.current,
+            "retried": self.retried,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class HealthProblem:
+    """One line of the health section; ``code`` is stable (docs/sweep.md)."""
+
+    code: str  # schedule_<state> | schedule_missing | health_unreadable | budget_exhausted
+    subject: str  # a schedule name or a repository
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "subject": self.subject, "message": self.message}
+
+
+@dataclass
+class RepoReport:
+    """The sweep of one repository; ``error``/``reason`` when it could not be swept."""
+
+    repo: str
+    error: str | None = None
+    reason: str | None = None
+    updates: list[UpdateResult] = field(default_factory=list)
+    digest: list[DigestRow] = field(default_factory=list)
+    deferred: list[DeferredRow] = field(default_factory=list)
+    unreviewed: list[int] = field(default_factory=list)  # open PRs whose head has no verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "error": self.error,
+            "reason": self.reason,
+            "updates": [u.to_json() for u in self.updates],
+            "digest": [d.to_json() for d in self.digest],
+            "deferred": [d.to_json() for d in self.deferred],
+            "unreviewed": list(self.unreviewed),
+        }
+
+
+@dataclass
+class SweepReport:
+    """Everything one sweep found and did; printed as one JSON object with ``--json``."""
+
+    dry_run: bool
+    repos: list[RepoReport] = field(default_factory=list)
+    health: list[HealthProblem] = field(default_factory=list)
+    digest_sent: bool = False
+    notify_errors: list[str] = field(default_factory=list)
+
+    @property
+    def digest(self) -> list[DigestRow]:
+        return [row for repo in self.repos for row in repo.digest]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "repos": [r.to_json() for r in self.repos],
+            "digest": [row.to_json() for row in self.digest],
+            "digest_sent": self.digest_sent,
+            "health": [h.to_json() for h in self.health],
+            "notify_errors": list(self.notify_errors),
+        }
