@@ -37,7 +37,6 @@ from sqlalchemy.orm import Session
 
 from engine.errors import InvalidInput
 from engine.store.models import PollDecision, ScheduleRun
-from engine.store.pollstore import PollStore
 from engine.store.store import Store
 
 DEFAULT_KEEP_DAYS = 31
@@ -284,43 +283,7 @@ __all__ = [
     "Retention",
     "list_decisions",
     "list_pr_runs",
-    "pr_history",
     "prune",
     "record_decisions",
     "stored_form",
 ]
-
-
-def pr_history(store: Store, repo: str, pr: int, *, limit: int = 200) -> dict[str, Any]:
-    """Everything the engine knows of one pull request, in the ``--json`` forms of the
-    CLI (public read API): the github_poll schedules watching ``repo`` (``name``,
-    ``trigger_config``), their decisions for ``pr`` (``li schedule events NAME --pr N``)
-    and runs (``li schedule runs NAME --pr N``: ``id``, ``schedule``, ``status``,
-    ``reason``, ``started_at``, ``finished_at``, ``exit_code``, ``pr_number``)."""
-    watching = [
-        (name, config)
-        for _, name, config in PollStore(store).github_schedules()
-        if str(config.get("repo", "")).lower() == repo.lower()
-    ]
-    decisions: list[dict[str, Any]] = []
-    runs: list[dict[str, Any]] = []
-    for name, _ in watching:
-        decisions += [row.to_json() for row in list_decisions(store, name, pr=pr, limit=limit)]
-        runs += [
-            {
-                "id": run.id,
-                "schedule": run.schedule_name,
-                "status": run.status,
-                "reason": run.reason,
-                "exit_code": run.exit_code,
-                "started_at": _iso(run.started_at),
-                "finished_at": _iso(run.finished_at),
-                "pr_number": run.pr_number,
-            }
-            for run in list_pr_runs(store, name, pr, limit=limit)
-        ]
-    return {
-        "schedules": [{"name": name, "trigger_config": config} for name, config in watching],
-        "decisions": decisions,
-        "runs": runs,
-    }
