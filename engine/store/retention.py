@@ -1,0 +1,186 @@
+"""Retention: run rows and poll claims are kept for a while, then pruned (issue 19).
+
+What is kept (docs/operations.md, "Retention"; docs/decisions.md):
+
+- **Runs.** A finished run is pruned when it started more than ``LI_RUNS_KEEP_DAYS``
+  (default 30) ago *and* is not among the newest ``LI_RUNS_KEEP_PER_SCHEDULE`` (default
+  1000) runs of its schedule. A ``running`` run is never pruned, nor is a run an event
+  claim or a mention key still points at.
+- **Poll claims.** A github_poll claim is what keeps an event from firing twice. The
+  cursor already keeps every event strictly older than it from being offered again, so a
+  claim is pruned only when its event is strictly older than the schedule's cursor, it
+  was made more than ``LI_RUNS_KEEP_DAYS`` ago, and its run (if any) is finished. A claim
+  at or after the cursor, or one whose run is running or queued for another attempt, is
+  never pruned: those are the claims the cursor still needs.
+
+Event decisions have their own bounds (engine.poll.decisions). Mention keys
+(``trigger_keys``) are not pruned: an edited old comment comes back in the feed, and its
+key is what keeps it from firing again.
+
+Each prune deletes in batches of :data:`BATCH` rows, one short transaction each, so an
+engine firing at the same time waits at most one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+
+from sqlalchemy import delete, exists, select
+from sqlalchemy.orm import Session
+
+from engine.errors import InvalidInput
+from engine.store.enums import RunStatus
+from engine.store.models import PollClaim, PollState, ScheduleRun, TriggerKey
+
+DEFAULT_KEEP_DAYS = 30
+DEFAULT_KEEP_PER_SCHEDULE = 1000
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class RunRetention:
+    """How long runs and claims are kept; ``keep_per_schedule`` newest runs always stay."""
+
+    keep_days: int = DEFAULT_KEEP_DAYS
+    keep_per_schedule: int = DEFAULT_KEEP_PER_SCHEDULE
+
+    def __post_init__(self) -> None:
+        if self.keep_days < 1 or self.keep_per_schedule < 0:
+            raise InvalidInput(
+                f"retention needs keep_days >= 1 and keep_per_schedule >= 0, got "
+                f"{self.keep_days} and {self.keep_per_schedule}",
+                "invalid_retention",
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> RunRetention:
+        """``LI_RUNS_KEEP_DAYS`` and ``LI_RUNS_KEEP_PER_SCHEDULE``; bad values raise."""
+        days = _whole(environ, "LI_RUNS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
+        per = _whole(environ, "LI_RUNS_KEEP_PER_SCHEDULE", DEFAULT_KEEP_PER_SCHEDULE)
+        return cls(keep_days=days, keep_per_schedule=per)
+
+
+def _whole(environ: Mapping[str, str], name: str, default: int) -> int:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit():
+        raise InvalidInput(f"{name} must be a whole number, got {text!r}", "invalid_retention")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What one prune removed."""
+
+    runs: int = 0
+    claims: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"runs": self.runs, "claims": self.claims}
+
+
+Transaction = Callable[[Callable[[Session], int]], int]
+
+
+def prune(in_transaction: Transaction, policy: RunRetention, now: datetime) -> Pruned:
+    """Prune claims first (so their runs become free), then runs; batch by batch."""
+    cutoff = now - timedelta(days=policy.keep_days)
+    claims = _drain(in_transaction, lambda session: _prune_claims(session, cutoff))
+    runs = 0
+    for name in _schedule_names(in_transaction):
+        runs += _drain(
+            in_transaction, partial(_prune_runs, name=name, cutoff=cutoff, policy=policy)
+        )
+    return Pruned(runs=runs, claims=claims)
+
+
+def _drain(in_transaction: Transaction, batch: Callable[[Session], int]) -> int:
+    total = 0
+    while True:
+        deleted = in_transaction(batch)
+        total += deleted
+        if deleted < BATCH:
+            return total
+
+
+def _schedule_names(in_transaction: Transaction) -> list[str]:
+    """Schedule names that have runs (one indexed scan of ``ix_schedule_runs_name_id``)."""
+    names: list[str] = []
+
+    def work(session: Session) -> int:
+        names.extend(session.scalars(select(ScheduleRun.schedule_name).distinct()))
+        return len(names)
+
+    in_transaction(work)
+    return names
+
+
+def _prune_claims(session: Session, cutoff: datetime) -> int:
+    running = (
+        select(ScheduleRun.id)
+        .where(ScheduleRun.id == PollClaim.run_id)
+        .where(ScheduleRun.status == RunStatus.RUNNING.value)
+    )
+    ids = list(
+        session.scalars(
+            select(PollClaim.id)
+            .join(PollState, PollState.schedule_id == PollClaim.schedule_id)
+            .where(
+                PollState.cursor_at.is_not(None),
+                PollClaim.occurred_at < PollState.cursor_at,
+                PollClaim.created_at < cutoff,
+                ~exists(running),
+            )
+            .limit(BATCH)
+        )
+    )
+    ids = [claim_id for claim_id in ids if not _queued(session, claim_id)]
+    if ids:
+        session.execute(delete(PollClaim).where(PollClaim.id.in_(ids)))
+    return len(ids)
+
+
+def _queued(session: Session, claim_id: int) -> bool:
+    """Whether the claim's run waits in its schedule's re-offer queue."""
+    claim = session.get(PollClaim, claim_id)
+    if claim is None or claim.run_id is None:
+        return False
+    state = session.get(PollState, claim.schedule_id)
+    queue = state.retry_events if state is not None else []
+    return any(item.get("run_id") == claim.run_id for item in queue or [])
+
+
+def _prune_runs(session: Session, name: str, cutoff: datetime, policy: RunRetention) -> int:
+    boundary = session.scalar(
+        select(ScheduleRun.id)
+        .where(ScheduleRun.schedule_name == name)
+        .order_by(ScheduleRun.id.desc())
+        .offset(policy.keep_per_schedule)
+        .limit(1)
+    )
+    if boundary is None:
+        return 0
+    claimed = select(PollClaim.id).where(PollClaim.run_id == ScheduleRun.id)
+    keyed = select(TriggerKey.id).where(TriggerKey.run_id == ScheduleRun.id)
+    ids = list(
+        session.scalars(
+            select(ScheduleRun.id)
+            .where(
+                ScheduleRun.schedule_name == name,
+                ScheduleRun.id <= boundary,
+                ScheduleRun.started_at < cutoff,
+                ScheduleRun.status != RunStatus.RUNNING.value,
+                ~exists(claimed),
+                ~exists(keyed),
+            )
+            .order_by(ScheduleRun.id)
+            .limit(BATCH)
+        )
+    )
+    if ids:
+        session.execute(delete(ScheduleRun).where(ScheduleRun.id.in_(ids)))
+    return len(ids)
