@@ -1,4 +1,4 @@
-"""The public, typed surface another program (kdev) may use to read li's database.
+"""The public, typed surface another program may use to read li's database.
 
 Everything here is read only: the database is never created or migrated, and a
 database that does not exist or is not at the newest schema is refused with
@@ -10,11 +10,11 @@ never rows of li's tables or untyped dicts, so li may change its tables freely::
         history = li.pr_history("o/r", 7)    # schedules, decisions and runs of one PR
 
 ``import engine.api`` is cheap: SQLAlchemy, alembic and the store are imported only when
-a database is opened (kdev's fast path never pays for them, docs/decisions.md D35).
+a database is opened (a caller's fast path never pays for them, docs/decisions.md D35).
 
-It also lends kdev the YAML/pydantic diagnostics li's schedule files use
+It also lends callers the YAML/pydantic diagnostics li's schedule files use
 (:func:`yaml_line_of`, :func:`describe_validation_error`, :func:`dotted`), so that
-``kdev config validate`` reports problems the way ``li schedule apply`` does.
+another program's config check reports problems the way ``li schedule apply`` does.
 """
 
 from __future__ import annotations
@@ -282,9 +282,9 @@ def yaml_line_of(root: Node, loc: Sequence[int | str]) -> int:
 
 def describe_validation_error(error: ErrorDetails) -> str:
     """One lower-case line for one pydantic error, without its location."""
-    from engine.poll.config import describe_validation_error as describe
+    from engine.poll.config import describe_validation_error as explain_error
 
-    return describe(error)
+    return explain_error(error)
 
 
 def dotted(loc: tuple[int | str, ...]) -> str:

@@ -1,4 +1,4 @@
-"""Timestamps in output: the one place li and kdev turn a datetime into text.
+"""Timestamps in output: the one place li (and the programs on its API) turn a datetime into text.
 
 Every form is UTC and ends in ``Z``; a naive datetime is refused (ValueError), never
 guessed at. Standard library only, so any module may import it (pure, no I/O).
