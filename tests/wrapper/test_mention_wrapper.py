@@ -22,10 +22,10 @@ from engine.triggers import find_mention
 from engine.triggers.mention import render
 from ghsim import GitHubSim
 from tests.wrapper.test_review import BIN, REPO, ROOT, Bench
-from wrapper.comments import post_comment
 from wrapper.config import load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome
 from wrapper.neutralise import escape_prose, has_html, neutralise, prepare_comment
+from wrapper.post import post_comment
 from wrapper.review.describe import describe_pr
 from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
 

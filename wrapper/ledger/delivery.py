@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wrapper.comments import post_comment, review_comment_text
 from wrapper.errors import KdevError, LedgerError
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger, VerdictRecord, check_sha
 from wrapper.notify import send, verdict_notification
+from wrapper.post import post_comment
 
 if TYPE_CHECKING:
     from wrapper.review.review import ReviewContext, ReviewRequest
@@ -144,6 +144,12 @@ def deliver_owed(
 
 
 # --- step 9 of review-pr -----------------------------------------------------------
+
+
+def review_comment_text(record: VerdictRecord) -> str:
+    """One review round as a comment: a header line, then the reviewer's output."""
+    header = f"**kdev review** of {record.head_sha[:12]} ({record.model}): **{record.verdict}**"
+    return f"{header}\n\n{record.body.strip()}\n"
 
 
 def write_verdict_owing_delivery(

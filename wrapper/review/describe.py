@@ -19,10 +19,10 @@ It never edits the PR body. It shares review-pr's gates and sandbox:
 
 from __future__ import annotations
 
-from wrapper.comments import post_comment
 from wrapper.errors import ConfigError, Outcome
 from wrapper.git import Git
 from wrapper.ledger.deferral import cap_reopens_at
+from wrapper.post import post_comment
 from wrapper.review.patch_id import compute_patch_id, fetch_head_commit, fetch_pr_refs
 from wrapper.review.prompt import PromptInput, render_describe_prompt
 from wrapper.review.review import (
