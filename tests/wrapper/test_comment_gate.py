@@ -14,6 +14,7 @@ import pytest
 from engine.config import Settings
 from engine.github.client import GitHubClient
 from engine.triggers import find_mention
+from tests.wrapper.reviewbench import REPO, Bench
 from tests.wrapper.test_mention_wrapper import (  # noqa: F401
     BOT_ID,
     HANDLE,
@@ -22,7 +23,6 @@ from tests.wrapper.test_mention_wrapper import (  # noqa: F401
     mention_config,
     run,
 )
-from tests.wrapper.test_review import REPO, Bench
 from wrapper.authorloop.threads import reply
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, LedgerError, Outcome

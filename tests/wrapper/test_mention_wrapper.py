@@ -21,7 +21,7 @@ from engine.github.client import GitHubClient
 from engine.triggers import find_mention
 from engine.triggers.mention import render
 from ghsim import GitHubSim
-from tests.wrapper.test_review import BIN, REPO, ROOT, Bench
+from tests.wrapper.reviewbench import BIN, REPO, ROOT, Bench
 from wrapper.config import load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome
 from wrapper.neutralise import escape_prose, has_html, neutralise, prepare_comment

@@ -81,6 +81,7 @@ from wrapper.ledger.records import (
     IndexEntry,
     LedgerRow,
     LegRecord,
+    RowKind,
     VerdictRecord,
     check_pr,
     check_sha,
@@ -97,6 +98,7 @@ __all__ = [
     "Ledger",
     "LedgerRow",
     "LegRecord",
+    "RowKind",
     "VerdictRecord",
     "check_pr",
     "check_sha",
@@ -255,7 +257,7 @@ class Ledger(LegLog, DeferredMarkers, PostedComments):
                         patch_id=None,
                         verdict=None,
                         reviewed_at=None,
-                        kind="deferred",
+                        kind=RowKind.DEFERRED,
                         deferred=marker,
                     )
                     for marker in self._markers(pr_path)

@@ -7,15 +7,15 @@ and the one timestamp format every ledger file uses.
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from wrapper.errors import ConfigError
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
-RowKind = Literal["reviewed", "carried", "deferred"]
 DEFERRED_BUDGET_STATE = "deferred:budget"
 HEADER_KEYS = ("VERDICT", "PR", "HEAD_SHA", "PATCH_ID", "BASE", "REVIEWED_AT", "REVIEWER_MODEL")
 SEPARATOR = "---"
@@ -66,6 +66,14 @@ def check_pr(pr: int) -> int:
     return pr
 
 
+class RowKind(enum.StrEnum):
+    """What a row of ``kdev verdicts`` is."""
+
+    REVIEWED = "reviewed"  # a reviewer leg ran for this head
+    CARRIED = "carried"  # this head has the verdict of an identical diff
+    DEFERRED = "deferred"  # a deferred:budget marker
+
+
 @dataclass(frozen=True)
 class VerdictRecord:
     """The content of one verdict file."""
@@ -92,7 +100,7 @@ class IndexEntry:
     @property
     def kind(self) -> RowKind:
         """``reviewed`` or ``carried``."""
-        return "reviewed" if self.carried_from is None else "carried"
+        return RowKind.REVIEWED if self.carried_from is None else RowKind.CARRIED
 
 
 @dataclass(frozen=True)
