@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from wrapper.errors import Outcome
+from wrapper.ledger.deferral import cap_reopens_at
 from wrapper.ledger.ledger import DeferredMarker
 from wrapper.notify import deferred_notification
 from wrapper.review.budget import decide_budget
@@ -81,3 +82,14 @@ def over_budget(
         patch_id,
         marker=marker,
     )
+
+
+def defer_for_cap(
+    ctx: ReviewContext, req: ReviewRequest, pr_url: str, patch_id: str, *, marker: bool = True
+) -> ReviewReport:
+    """Step 4's concurrency cap: every slot of the repository is busy. The deferral
+    reopens when the running legs must have ended (:func:`cap_reopens_at`)."""
+    cap = ctx.config.budgets.max_concurrent_legs_per_repo
+    reopens = cap_reopens_at(ctx.config, ctx.clock())
+    budget = "max_concurrent_legs_per_repo"
+    return defer(ctx, req, pr_url, budget, cap, cap, reopens, patch_id, marker=marker)

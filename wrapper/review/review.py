@@ -30,16 +30,15 @@ import logging
 
 from wrapper.errors import Outcome
 from wrapper.git import Git
-from wrapper.ledger.deferral import cap_reopens_at
 from wrapper.ledger.delivery import deliver
 from wrapper.ledger.ledger import IndexEntry, VerdictRecord
 from wrapper.ledger.leftovers import leftover_age, prune_leftovers
 from wrapper.review.admission import admit
-from wrapper.review.budgetgate import defer, over_budget
+from wrapper.review.budgetgate import defer, defer_for_cap, over_budget
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
 from wrapper.review.force import check_force_ready, resolve_head
 from wrapper.review.leg import leg_worktree, run_leg
-from wrapper.review.patch_id import compute_patch_id, fetch_head_commit, fetch_pr_refs
+from wrapper.review.steps import moved_on, patch_of_head
 
 __all__ = [
     "ReviewContext",
@@ -94,19 +93,10 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     # needed); a head that cannot be had records nothing.
     git = Git(req.checkout)
     prune_leftovers(git, ctx.ledger.reviews_dir, max_age=leftover_age(ctx.config))
-    base_ref, _ = fetch_pr_refs(git, pr.base_ref, req.pr)
-    if not fetch_head_commit(git, req.head_sha):
-        return ReviewReport(
-            Outcome.SKIPPED_STALE_HEAD,
-            req.repo,
-            req.pr,
-            req.head_sha,
-            detail=f"{req.head_sha} cannot be fetched; current head is {pr.head_sha}",
-        )
-    info = compute_patch_id(git, base_ref, req.head_sha)
-    if info.patch_id is None:
-        return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, req.head_sha)
-    patch_id = info.patch_id
+    patch = patch_of_head(req, pr, git)
+    if isinstance(patch, ReviewReport):
+        return patch
+    patch_id, diff = patch
 
     # 3. Dedup (--force forgets this diff's verdict, but only under the lock in step 6).
     existing = None if req.force else ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
@@ -121,21 +111,12 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
 
     with ctx.ledger.concurrency_slot(req.repo, budgets.max_concurrent_legs_per_repo) as slot:
         if slot is None:
-            cap = budgets.max_concurrent_legs_per_repo
-            reopens = cap_reopens_at(ctx.config, ctx.clock())
-            budget = "max_concurrent_legs_per_repo"
-            return defer(ctx, req, pr_url, budget, cap, cap, reopens, patch_id)
+            return defer_for_cap(ctx, req, pr_url, patch_id)
 
         # 5. Freshness: the PR moved on; its new head fires on a later poll.
-        if pr.head_sha != req.head_sha:
-            return ReviewReport(
-                Outcome.SKIPPED_STALE_HEAD,
-                req.repo,
-                req.pr,
-                req.head_sha,
-                patch_id,
-                detail=f"current head is {pr.head_sha}",
-            )
+        stale = moved_on(req, pr, patch_id)
+        if stale is not None:
+            return stale
 
         # 6. Lock, then dedup again: a concurrent holder may have just written it.
         with ctx.ledger.pr_lock(req.repo, req.pr):
@@ -152,4 +133,4 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
                     removed = ctx.ledger.remove_patch(req.repo, req.pr, patch_id)
                     log.info("--force: forgot patch %s (%d index entries)", patch_id, removed)
                 ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, info.diff)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, diff)
