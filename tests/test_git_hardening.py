@@ -112,7 +112,7 @@ def test_an_unknown_ref_or_an_existing_destination_fails_with_worktree_failed(
 
 
 def test_the_archive_filter_skips_members_that_escape(tmp_path: Path) -> None:
-    from wrapper.git import _inside_only
+    from wrapper.git.repo import _inside_only
 
     assert _inside_only(tarfile.TarInfo("../evil"), str(tmp_path)) is None
     absolute = _inside_only(tarfile.TarInfo("/abs/evil"), str(tmp_path))

@@ -15,7 +15,7 @@ others (each failure is also logged at WARNING on ``kdev.notify``). Targets:
   :mod:`wrapper.retrying`, honouring ``Retry-After``). Error strings name the host
   only, since webhook URLs often carry a secret.
 - ``github-comment``: nothing here; ``kdev review-pr`` posts each review round as one PR
-  comment itself, after the verdict is written (:mod:`wrapper.comments`).
+  comment itself, after the verdict is written (:mod:`wrapper.post`).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def _deliver(
     if isinstance(target, WebhookTarget):
         return _post(target, payload, transport)
     if isinstance(target, GithubCommentTarget):
-        return None  # review-pr posts the review itself (wrapper.comments); nothing to send
+        return None  # review-pr posts the review itself (wrapper.post); nothing to send
     return f"unknown target {target!r}"  # pragma: no cover - the config union is closed
 
 

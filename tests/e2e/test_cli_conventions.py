@@ -23,8 +23,8 @@ from engine.cli.app import app as li_app
 from ghsim import GitHubSim
 from ghsim.model import node_id
 from tests.engine.test_cli import Li
+from tests.wrapper.reviewbench import bench as bench  # noqa: F401 - the fixture
 from tests.wrapper.test_review import REPO, Bench
-from tests.wrapper.test_review import bench as bench  # noqa: F401 - the fixture
 from wrapper import errors as kdev_errors
 from wrapper.authorloop.watch import EXIT_MAX_DURATION
 from wrapper.cli.app import app as kdev_app

@@ -3,6 +3,7 @@ the posted-id set alone, never by the account."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,13 +14,21 @@ import pytest
 from engine.config import Settings
 from engine.github.client import GitHubClient
 from engine.triggers import find_mention
-from tests.wrapper.test_mention_wrapper import BOT_ID, HANDLE, bench, mention_config, run  # noqa: F401
-from tests.wrapper.test_review import REPO, Bench
+from tests.wrapper.reviewbench import REPO, Bench
+from tests.wrapper.test_mention_wrapper import (  # noqa: F401
+    BOT_ID,
+    HANDLE,
+    LOUD,
+    bench,
+    mention_config,
+    run,
+)
 from wrapper.authorloop.threads import reply
-from wrapper.comments import post_gated
 from wrapper.config import KdevConfig
-from wrapper.errors import KdevError, Outcome
+from wrapper.errors import KdevError, LedgerError, Outcome
 from wrapper.ledger.ledger import Ledger
+from wrapper.neutralise import has_html
+from wrapper.post import post_gated
 
 _ = bench  # the shared fixture
 
@@ -91,3 +100,93 @@ def test_the_agents_own_account_can_still_summon_a_review(
     asked = bench.sim.comment(REPO, pr.number, f"@{HANDLE} review", ("review-bot", BOT_ID))
     report = run(bench, pr.number, comment_id=asked.id, config=config)
     assert report.outcome is Outcome.REVIEWED
+
+
+# --- every posting path passes wrapper/post.py (issue 16) -----------------------------------
+
+PATHS = ("review", "describe", "reply-inline", "reply-issue")
+SECRET = "sk-canary-5a5a5a5a5a5a5a5a"
+
+
+def _post_on(bench: Bench, path: str, hostile: str, environ: dict[str, str]) -> None:  # noqa: F811
+    """Makes kdev post ``hostile`` (as reviewer output, or as reply text) on one path."""
+    script = bench.root / "hostile.txt"
+    script.write_text(hostile + "\nVERDICT: REQUEST_CHANGES\n")
+    reviewer = {"backend": "command", "argv": ["sh", "-c", f"cat >/dev/null; cat {script}"]}
+    config = mention_config(
+        bench, reviewer=reviewer, notify=[{"type": "github-comment"}], secret_env=["LEAKY"]
+    )
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    if path in ("review", "describe"):
+        run(bench, pr.number, config=config, environ=environ, describe=path == "describe")
+        return
+    kind = "review" if path == "reply-inline" else "issue"
+    extra: dict[str, Any] = {"path": "a.py", "line": 1} if kind == "review" else {}
+    asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9), kind=kind, **extra)
+    settings_ = Settings(github_api_url=bench.sim.url, github_token=bench.token)
+    with GitHubClient(settings_) as made:
+        reply(made, config, environ, REPO, pr.number, asked.id, hostile, bench.ledger())
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_hostile_body_is_neutralised_on_every_posting_path(
+    bench: Bench,  # noqa: F811
+    path: str,
+) -> None:
+    _post_on(bench, path, LOUD, {})
+    posts = bench.sim.requests_to(r"/comments(/\d+/replies)?$", "POST")
+    assert len(posts) == 1
+    [mine] = [c for c in bench.sim.comments(REPO) if c.user.id == BOT_ID]
+    assert find_mention(mine.body, HANDLE) is None
+    assert not has_html(mine.body)
+    assert "#12" not in mine.body and "octo/other#3" not in mine.body
+    assert "```\n@kdev in a fence <i>\n```" in mine.body  # code is left as it is
+    assert mine.id in bench.ledger().posted_comment_ids(REPO)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_body_with_a_secret_is_posted_on_no_path(
+    bench: Bench,  # noqa: F811
+    path: str,
+) -> None:
+    with pytest.raises(LedgerError) as caught:
+        _post_on(bench, path, f"{LOUD}\nthe key is {SECRET}\n", {"LEAKY": SECRET})
+    assert caught.value.reason == "secret_in_output"
+    assert not bench.sim.requests_to(r"/comments(/\d+/replies)?$", "POST")
+    assert bench.ledger().posted_comment_ids(REPO) == frozenset()
+
+
+_WRITES = {"post_issue_comment", "post_rest"}
+
+
+def _gated_sends(tree: ast.AST) -> set[ast.AST]:
+    """The nested functions handed by name to ``post_gated`` in the function around them."""
+    found: set[ast.AST] = set()
+    for outer in ast.walk(tree):
+        if not isinstance(outer, ast.FunctionDef):
+            continue
+        inner = {n.name: n for n in outer.body if isinstance(n, ast.FunctionDef)}
+        for call in ast.walk(outer):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "post_gated":
+                names = [a.id for a in call.args if isinstance(a, ast.Name)]
+                found.update(inner[name] for name in names if name in inner)
+    return found
+
+
+def test_nothing_in_the_wrapper_posts_a_body_around_the_gate() -> None:
+    """A GitHub write (``post_issue_comment``, ``post_rest``) is called only in
+    wrapper/post.py or in a ``send`` function handed to :func:`wrapper.post.post_gated`."""
+    root = Path(__file__).resolve().parents[2] / "wrapper"
+    outside: list[str] = []
+    calls = 0
+    for source in sorted(root.rglob("*.py")):
+        tree = ast.parse(source.read_text(), str(source))
+        sends = _gated_sends(tree)
+        allowed = {node for send in sends for node in ast.walk(send)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in _WRITES:
+                calls += 1
+                if source.name != "post.py" and node not in allowed:
+                    outside.append(f"{source.relative_to(root)}:{node.lineno}")
+    assert calls >= 2  # the scan sees the gate's own writes
+    assert outside == []

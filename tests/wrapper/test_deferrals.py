@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from ghsim import GitHubSim
-from tests.wrapper.test_review import REPO, Bench
+from tests.wrapper.reviewbench import REPO, Bench, open_bench
 from tests.wrapper.test_sweep import sweep
 from wrapper.errors import Outcome
 from wrapper.ledger.ledger import DeferredMarker
@@ -19,13 +16,8 @@ from wrapper.ledger.ledger import DeferredMarker
 
 @pytest.fixture
 def bench(tmp_path: Path) -> Iterator[Bench]:
-    token = f"tok-{uuid.uuid4().hex}"
-    with GitHubSim(tmp_path / "github") as sim:
-        sim.add_token(token, ("review-bot", 5000))
-        sim.create_repo(REPO, files={"app.py": "one\n"})
-        checkout = tmp_path / "checkout"
-        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
-        yield Bench(sim, checkout, tmp_path, token)
+    with open_bench(tmp_path, {"app.py": "one\n"}) as made:
+        yield made
 
 
 @pytest.mark.parametrize("draft", [False, True], ids=["ready", "draft"])

@@ -9,14 +9,11 @@ import os
 import signal
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ghsim import GitHubSim
-from tests.wrapper.test_review import BIN, REPO, Bench
+from tests.wrapper.reviewbench import BIN, REPO, Bench
 
 HANDLE = "kdev"
 
@@ -26,17 +23,6 @@ NOTIFIER = """
 if [ -e "$1/block" ]; then echo $$ > "$1/notifier.pid"; touch "$1/started"; exec sleep 600; fi
 cat >> "$1/delivered.jsonl"; echo >> "$1/delivered.jsonl"
 """
-
-
-@pytest.fixture
-def bench(tmp_path: Path) -> Iterator[Bench]:
-    token = f"tok-{uuid.uuid4().hex}"
-    with GitHubSim(tmp_path / "github") as sim:
-        sim.add_token(token, ("review-bot", 5000))
-        sim.create_repo(REPO, files={"app.py": "print('hi')\n"})
-        checkout = tmp_path / "checkout"
-        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
-        yield Bench(sim, checkout, tmp_path, token)
 
 
 def _delivered(root: Path) -> list[dict[str, object]]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from tests.httpkit import serving
+from tests.wrapper.reviewbench import bench as bench  # noqa: F401 - the fixture
 from tests.wrapper.test_review import Bench
-from tests.wrapper.test_review import bench as bench  # noqa: F401 - the fixture
 from wrapper.config import OpenAIReviewer, WebhookTarget
 from wrapper.errors import Outcome, ReviewerSpawnError
 from wrapper.notify import Notification, send

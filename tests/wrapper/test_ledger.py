@@ -799,3 +799,15 @@ def test_the_listing_skips_a_pr_with_a_corrupt_index_and_says_so(
         rows = ledger.list_ledger()
     assert [r.pr for r in rows] == [7]
     assert "index_corrupt" in caplog.text
+
+
+def test_the_one_jsonl_append_refuses_a_line_that_spans_lines(tmp_path: Path) -> None:
+    from wrapper.ledger import jsonl
+
+    path = tmp_path / "log.jsonl"
+    jsonl.append_line(path, '{"n": 1}')
+    with pytest.raises(LedgerError) as caught:
+        jsonl.append_line(path, '{"n": 2}\n{"n": 3}')
+    assert caught.value.reason == "invalid_record"
+    lines, stat = jsonl.read_lines(path)
+    assert lines == [(1, '{"n": 1}')] and stat is not None and stat.st_mode & 0o777 == 0o600

@@ -9,14 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from ghsim import GitHubSim
-from tests.wrapper.test_review import BIN, REPO, ROOT, Bench, stub_reviewers
+from tests.wrapper.reviewbench import BIN, REPO, ROOT, Bench, stub_reviewers
 from wrapper.ledger.leftovers import OWNER_LOCK, prune_leftovers
 
 HOLDER = (
@@ -25,17 +20,6 @@ HOLDER = (
     "print(make_scratch('kdev-pr9-'), flush=True)\n"
     "time.sleep(120)\n"
 )
-
-
-@pytest.fixture
-def bench(tmp_path: Path) -> Iterator[Bench]:
-    token = f"tok-{uuid.uuid4().hex}"
-    with GitHubSim(tmp_path / "github") as sim:
-        sim.add_token(token, ("review-bot", 5000))
-        sim.create_repo(REPO, files={"app.py": "print('hi')\n"})
-        checkout = tmp_path / "checkout"
-        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
-        yield Bench(sim, checkout, tmp_path, token)
 
 
 def test_a_live_runs_scratch_survives_and_a_dead_ones_is_pruned(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from wrapper.config import Budgets
-from wrapper.ledger.ledger import Ledger, LegRecord, _leg_from_json, format_timestamp
+from wrapper.ledger.codec import leg_from_json
+from wrapper.ledger.ledger import Ledger, LegRecord, format_timestamp
 from wrapper.ledger.legwindow import WINDOW_FILE
 from wrapper.review.budget import WINDOW, BudgetDecision, decide_budget
 
@@ -32,7 +33,7 @@ def _full_read(ledger: Ledger) -> list[LegRecord]:
     legs = []
     for line in text.splitlines():
         try:
-            legs.append(_leg_from_json(line))
+            legs.append(leg_from_json(line))
         except ValueError:
             continue
     return legs

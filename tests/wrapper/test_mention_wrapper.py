@@ -21,11 +21,11 @@ from engine.config import Settings
 from engine.github.client import GitHubClient
 from engine.triggers import find_mention, has_raw_html, render
 from ghsim import GitHubSim
-from tests.wrapper.test_review import BIN, REPO, ROOT, Bench
-from wrapper.comments import post_comment
+from tests.wrapper.reviewbench import BIN, REPO, ROOT, Bench
 from wrapper.config import load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome
 from wrapper.neutralise import escape_prose, neutralise, prepare_comment
+from wrapper.post import post_comment
 from wrapper.review.describe import describe_pr
 from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
 

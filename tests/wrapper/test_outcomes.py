@@ -94,3 +94,17 @@ def test_a_bad_keep_setting_is_refused(value: str) -> None:
     with pytest.raises(ConfigError) as caught:
         keep_from_env({"KDEV_OUTCOMES_KEEP": value})
     assert caught.value.reason == "invalid_outcomes_keep"
+
+
+def test_a_torn_last_line_costs_only_itself_and_the_log_is_private(tmp_path: Path) -> None:
+    """The outcome log appends through the ledger's one JSONL append (issue 16): a writer
+    killed mid-line leaves no newline, and the next entry still starts a line of its own."""
+    log = OutcomeLog(Ledger(tmp_path / "reviews"))
+    first = OutcomeEntry(NOW, "review-pr", "reviewed", "reviewed", SHA, detail="first")
+    log.append(REPO, 7, first)
+    path = log.path(REPO, 7)
+    with path.open("a") as handle:
+        handle.write('{"at": "2026-11-30T09:01:00Z", "command": "rev')  # killed here
+    log.append(REPO, 7, OutcomeEntry(NOW, "review-pr", "reviewed", "reviewed", SHA, detail="last"))
+    assert [e.detail for e in log.read(REPO, 7)] == ["first", "last"]
+    assert path.stat().st_mode & 0o777 == 0o600

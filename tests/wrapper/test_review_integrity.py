@@ -4,30 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ghsim import GitHubSim
 from tests.e2e.test_review_e2e import make_loop
-from tests.wrapper.test_review import BIN, REPO, Bench
+from tests.wrapper.reviewbench import BIN, REPO, Bench
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, GitHubFailed, Outcome
 from wrapper.git import Git
 from wrapper.review.patch_id import compute_patch_id
-
-
-@pytest.fixture
-def bench(tmp_path: Path) -> Iterator[Bench]:
-    token = f"tok-{uuid.uuid4().hex}"
-    with GitHubSim(tmp_path / "github") as sim:
-        sim.add_token(token, ("review-bot", 5000))
-        sim.create_repo(REPO, files={"app.py": "print('hi')\n"})
-        checkout = tmp_path / "checkout"
-        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
-        yield Bench(sim, checkout, tmp_path, token)
 
 
 def _patch_id_of(bench: Bench, head: str) -> str | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,18 +13,17 @@ import pytest
 from typer.testing import CliRunner
 
 from ghsim import GitHubSim
-from tests.wrapper.test_review import REPO, Bench
+from tests.wrapper.reviewbench import REPO, Bench, open_bench
 from wrapper.cli.app import app
 from wrapper.errors import ConfigError, Outcome
 from wrapper.review.roster import (
     DEFAULT_REVIEWERS,
     ROSTER_CONFIG_ERROR,
     build_roster,
-    has_blocking_finding,
     parse_configuration,
     read_roster_files,
-    split_diff,
 )
+from wrapper.review.roster_diff import has_blocking_finding, split_diff
 
 ROOT_FILE = """\
 # Project
@@ -339,18 +337,13 @@ print("VERDICT: APPROVE")
 
 @pytest.fixture
 def roster_bench(tmp_path: Path) -> Iterator[Bench]:
-    token = f"tok-{uuid.uuid4().hex}"
     files = {
         "app.py": "print('hi')\n",
         "AGENT-REVIEWERS.md": ROOT_FILE,
         "plugins/auth/AGENT-REVIEWERS.md": PCI_ONLY,
     }
-    with GitHubSim(tmp_path / "github") as sim:
-        sim.add_token(token, ("review-bot", 5000))
-        sim.create_repo(REPO, files=files)
-        checkout = tmp_path / "checkout"
-        subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)
-        yield Bench(sim, checkout, tmp_path, token)
+    with open_bench(tmp_path, files) as made:
+        yield made
 
 
 def roster_config(bench: Bench, argv: list[str] | None = None) -> Any:

@@ -22,7 +22,7 @@ from engine.api import HealthCause, ScheduleHealthRow
 from engine.config import Settings
 from engine.github.client import GitHubClient, RequestPacer
 from ghsim import GitHubSim
-from tests.wrapper.test_review import ROOT, Bench
+from tests.wrapper.reviewbench import ROOT, Bench
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, Outcome
 from wrapper.ledger.ledger import IndexEntry

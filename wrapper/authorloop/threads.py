@@ -9,7 +9,7 @@
 * :func:`resolve` finds the thread whose first comment has the given node id and runs
   ``resolveReviewThread``; :func:`hide` runs ``minimizeComment(classifier: OUTDATED)``.
 
-Everything posted goes through the one comment gate, :func:`wrapper.comments.post_gated`
+Everything posted goes through the one comment gate, :func:`wrapper.post.post_gated`
 (prepared with the configured ``mention_handle``, or prose escaped without one; secret
 canary; the posted id recorded in the ledger, which is required, so kdev never answers
 its own comments).
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.github.client import NOT_FOUND, GitHubClient, GitHubError
-from wrapper.comments import post_gated
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError
 from wrapper.ledger.ledger import Ledger
+from wrapper.post import post_gated
 
 log = logging.getLogger("kdev.threads")
 

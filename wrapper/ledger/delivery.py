@@ -16,26 +16,21 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import os
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wrapper.comments import post_comment, review_comment_text
 from wrapper.errors import KdevError, LedgerError
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger, VerdictRecord, check_sha
 from wrapper.notify import send, verdict_notification
+from wrapper.post import post_comment
 
 if TYPE_CHECKING:
     from wrapper.review.review import ReviewContext, ReviewRequest
 
 log = logging.getLogger("kdev.review")
-
-_FILE_MODE = 0o600
 
 
 @dataclass(frozen=True)
@@ -52,7 +47,7 @@ def _path(ledger: Ledger, repo: str, pr: int, patch_id: str) -> Path:
     return ledger.pr_dir(repo, pr) / f"undelivered-{check_sha(patch_id, 'patch_id')}.json"
 
 
-def _write(path: Path, owed: Owed) -> None:
+def _write(ledger: Ledger, path: Path, owed: Owed) -> None:
     if not (owed.notice or owed.comment):
         path.unlink(missing_ok=True)
         return
@@ -64,16 +59,7 @@ def _write(path: Path, owed: Owed) -> None:
             "comment": owed.comment,
         }
     )
-    try:
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, _FILE_MODE)
-        os.replace(temp, path)
-    except OSError as exc:
-        raise LedgerError(f"cannot write {path}: {exc.strerror}", "ledger_write_failed") from None
+    ledger.atomic_write(path, text)
 
 
 def _read(path: Path) -> Owed | None:
@@ -96,23 +82,13 @@ def _read(path: Path) -> Owed | None:
 def record_owed(ledger: Ledger, repo: str, pr: int, owed: Owed) -> None:
     """Records ``owed`` (before the verdict file is written)."""
     path = _path(ledger, repo, pr, owed.patch_id)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _write(path, owed)
+    ledger.ensure_dir(path.parent)
+    _write(ledger, path, owed)
 
 
 def forget_owed(ledger: Ledger, repo: str, pr: int, patch_id: str) -> None:
     """Drops the record (the verdict was not written after all)."""
     _path(ledger, repo, pr, patch_id).unlink(missing_ok=True)
-
-
-@contextmanager
-def _delivery_lock(directory: Path) -> Iterator[None]:
-    fd = os.open(directory / ".delivery.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def deliver_owed(
@@ -129,21 +105,27 @@ def deliver_owed(
     path = _path(ledger, repo, pr, patch_id)
     if not path.parent.is_dir():
         return False
-    with _delivery_lock(path.parent):
+    with ledger.flock(path.parent / ".delivery.lock", fcntl.LOCK_EX):
         owed = _read(path)
         if owed is None:
             return False
         if owed.notice:
             send_notice()
             owed = replace(owed, notice=False)
-            _write(path, owed)
+            _write(ledger, path, owed)
         if owed.comment and post_comment():
             owed = replace(owed, comment=False)
-            _write(path, owed)
+            _write(ledger, path, owed)
         return True
 
 
 # --- step 9 of review-pr -----------------------------------------------------------
+
+
+def review_comment_text(record: VerdictRecord) -> str:
+    """One review round as a comment: a header line, then the reviewer's output."""
+    header = f"**kdev review** of {record.head_sha[:12]} ({record.model}): **{record.verdict}**"
+    return f"{header}\n\n{record.body.strip()}\n"
 
 
 def write_verdict_owing_delivery(

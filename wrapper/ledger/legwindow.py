@@ -27,7 +27,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from wrapper.ledger.ledger import LegRecord, _leg_from_json, format_timestamp, parse_timestamp
+from wrapper.ledger.codec import leg_from_json, leg_to_json
+from wrapper.ledger.records import LegRecord, format_timestamp, parse_timestamp
 
 log = logging.getLogger("wrapper.ledger.legwindow")
 
@@ -82,7 +83,7 @@ def load(directory: Path, stamp: LogStamp | None) -> Window | None:
         window = Window(
             recorded,
             parse_timestamp(data["horizon"]),
-            tuple(_leg_from_json(json.dumps(item)) for item in data["legs"]),
+            tuple(leg_from_json(json.dumps(item)) for item in data["legs"]),
         )
     except FileNotFoundError:
         return None
@@ -115,9 +116,6 @@ def save(directory: Path, window: Window, write: Callable[[Path, str], None]) ->
             "mtime_ns": window.stamp.mtime_ns,
         },
         "horizon": format_timestamp(window.horizon),
-        "legs": [
-            {"pr": leg.pr, "head_sha": leg.head_sha, "started_at": format_timestamp(leg.started_at)}
-            for leg in window.legs
-        ],
+        "legs": [leg_to_json(leg) for leg in window.legs],
     }
     write(directory / WINDOW_FILE, json.dumps(body, separators=(",", ":")) + "\n")

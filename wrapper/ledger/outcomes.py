@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from wrapper.errors import ConfigError, KdevError, Outcome
+from wrapper.ledger import jsonl
 from wrapper.ledger.ledger import Ledger, format_timestamp, parse_timestamp
 from wrapper.review.review import ReviewReport, ReviewRequest
 
@@ -106,26 +107,21 @@ class OutcomeLog:
     def append(self, repo: str, pr: int, entry: OutcomeEntry) -> None:
         """Append one line under the PR's lock file; compact past ``2 * keep`` lines."""
         path = self.path(repo, pr)
-        self.ledger._ensure_dir(path.parent)
-        line = json.dumps(entry.to_json(), sort_keys=True) + "\n"
-        with self.ledger._flock(path.parent / ".outcomes.lock", fcntl.LOCK_EX):
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
-            lines = path.read_text(encoding="utf-8").splitlines()
+        self.ledger.ensure_dir(path.parent)
+        line = json.dumps(entry.to_json(), sort_keys=True)
+        with self.ledger.flock(path.parent / ".outcomes.lock", fcntl.LOCK_EX):
+            jsonl.append_line(path, line)
+            lines, _stat = jsonl.read_lines(path)
             if len(lines) > 2 * self.keep:
-                self.ledger._atomic_write(path, "".join(f"{x}\n" for x in lines[-self.keep :]))
+                kept = "".join(f"{text}\n" for _number, text in lines[-self.keep :])
+                self.ledger.atomic_write(path, kept)
 
     def read(self, repo: str, pr: int) -> list[OutcomeEntry]:
         """The PR's outcomes, oldest first; a malformed line is logged and skipped."""
         path = self.path(repo, pr)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
+        lines, _stat = jsonl.read_lines(path)
         entries = []
-        for number, raw in enumerate(text.splitlines(), 1):
+        for number, raw in lines:
             try:
                 entries.append(OutcomeEntry.from_json(json.loads(raw)))
             except (ValueError, KeyError, TypeError) as exc:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from wrapper.config import Budgets
-from wrapper.ledger.ledger import LegRecord
+from wrapper.ledger.records import LegRecord
 
 WINDOW = timedelta(hours=24)
 DAILY_LEGS_PER_REPO = "daily_legs_per_repo"

@@ -19,22 +19,22 @@ It never edits the PR body. It shares review-pr's gates and sandbox:
 
 from __future__ import annotations
 
-from wrapper.comments import post_comment
 from wrapper.errors import ConfigError, Outcome
 from wrapper.git import Git
-from wrapper.ledger.deferral import cap_reopens_at
-from wrapper.review.patch_id import compute_patch_id, fetch_head_commit, fetch_pr_refs
+from wrapper.post import post_comment
+from wrapper.review.budgetgate import defer_for_cap
+from wrapper.review.force import resolve_head
 from wrapper.review.prompt import PromptInput, render_describe_prompt
 from wrapper.review.review import (
     ReviewContext,
     ReviewReport,
     ReviewRequest,
     admit,
-    defer,
     leg_worktree,
     over_budget,
 )
 from wrapper.review.reviewer import run_reviewer_text
+from wrapper.review.steps import moved_on, patch_of_head
 
 HEADER = "**kdev description** of {head} ({model})"
 
@@ -52,27 +52,15 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     if isinstance(admitted, ReviewReport):
         return admitted
     pr = admitted
-    head_sha = req.head_sha or pr.head_sha
-    req = ReviewRequest(
-        repo=req.repo,
-        pr=req.pr,
-        head_sha=head_sha,
-        checkout=req.checkout,
-        pr_url=req.pr_url,
-        author=req.author,
-        comment_id=req.comment_id,
-    )
+    req = resolve_head(req, pr)
+    head_sha = req.head_sha
     pr_url = req.pr_url or pr.html_url
 
     git = Git(req.checkout)
-    base_ref, _ = fetch_pr_refs(git, pr.base_ref, req.pr)
-    if not fetch_head_commit(git, head_sha):
-        detail = f"{head_sha} cannot be fetched; current head is {pr.head_sha}"
-        return ReviewReport(Outcome.SKIPPED_STALE_HEAD, req.repo, req.pr, head_sha, detail=detail)
-    info = compute_patch_id(git, base_ref, head_sha)
-    if info.patch_id is None:
-        return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, head_sha)
-    patch_id = info.patch_id
+    patch = patch_of_head(req, pr, git)
+    if isinstance(patch, ReviewReport):
+        return patch
+    patch_id, diff = patch
 
     budgets = ctx.config.budgets
     over = over_budget(ctx, req, pr_url, patch_id, marker=False)
@@ -80,19 +68,10 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
         return over
     with ctx.ledger.concurrency_slot(req.repo, budgets.max_concurrent_legs_per_repo) as slot:
         if slot is None:
-            cap = budgets.max_concurrent_legs_per_repo
-            budget = "max_concurrent_legs_per_repo"
-            reopens = cap_reopens_at(ctx.config, ctx.clock())
-            return defer(ctx, req, pr_url, budget, cap, cap, reopens, patch_id, marker=False)
-        if pr.head_sha != head_sha:
-            return ReviewReport(
-                Outcome.SKIPPED_STALE_HEAD,
-                req.repo,
-                req.pr,
-                head_sha,
-                patch_id,
-                detail=f"current head is {pr.head_sha}",
-            )
+            return defer_for_cap(ctx, req, pr_url, patch_id, marker=False)
+        stale = moved_on(req, pr, patch_id)
+        if stale is not None:
+            return stale
         with ctx.ledger.legs_lock(req.repo):
             over = over_budget(ctx, req, pr_url, patch_id, marker=False)
             if over is not None:
@@ -106,7 +85,7 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
             author=req.author or pr.user_login,
             base=pr.base_ref,
             head_sha=head_sha,
-            diff=info.diff,
+            diff=diff,
             pr_url=pr_url,
         )
         return _describe_leg(ctx, req, pr_url, git, patch_id, data)

@@ -24,63 +24,57 @@ section: a bad or duplicate name). Warnings are returned as one-line strings.
 
 from __future__ import annotations
 
-import json
+import enum
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from markdown_it import MarkdownIt
+from typing import Any
 
 from wrapper.errors import ConfigError
+from wrapper.review.roster_config import (
+    ROSTER_CONFIG_ERROR,
+    UNCERTAIN_ACTIONS,
+    IndependentValidator,
+    RosterConfig,
+    parse_configuration,
+)
+from wrapper.review.roster_defaults import DEFAULT_REVIEWERS, markdown_parser
+
+__all__ = [
+    "DEFAULT_REVIEWERS",
+    "INVALID_ROSTER",
+    "ROSTER_CONFIG_ERROR",
+    "ROSTER_FILE",
+    "UNCERTAIN_ACTIONS",
+    "DeclaredReviewer",
+    "IndependentValidator",
+    "Kind",
+    "Roster",
+    "RosterConfig",
+    "RosterFile",
+    "RosterReviewer",
+    "Section",
+    "build_roster",
+    "parse_configuration",
+    "parse_roster_file",
+    "read_roster_files",
+    "spawning_summary",
+]
 
 ROSTER_FILE = "AGENT-REVIEWERS.md"
-ROSTER_CONFIG_ERROR = "roster_config_error"
 INVALID_ROSTER = "invalid_roster"
-UNCERTAIN_ACTIONS = ("post_with_annotation", "post_silently", "drop")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_CONFIG_KEYS = frozenset({"disabled", "overlap_acknowledged", "independent_validator"})
-_VALIDATOR_KEYS = frozenset({"enabled", "skip_for", "uncertain_action"})
 
-DEFAULT_REVIEWERS: dict[str, str] = {
-    "code-reviewer": (
-        "Review the change for correctness: logic errors, broken edge cases, wrong API "
-        "use, races, resource leaks and regressions in behaviour callers rely on. Point "
-        "at the exact lines and say what goes wrong and when."
-    ),
-    "silent-failure-hunter": (
-        "Hunt for failures that pass silently: swallowed exceptions, broad except "
-        "clauses, ignored return codes, fallbacks that hide errors, missing logging on "
-        "error paths, and defaults that turn a failure into wrong data."
-    ),
-    "pr-test-analyzer": (
-        "Judge the tests of the change: is every new behaviour and failure path "
-        "covered, do the tests assert outcomes rather than implementation details, and "
-        "which missing test would most likely catch a real bug."
-    ),
-    "comment-analyzer": (
-        "Check comments and docstrings against the code: stale or wrong statements, "
-        "comments that restate the code instead of saying why, and public functions "
-        "whose contract is not written down."
-    ),
-    "type-design-analyzer": (
-        "Review the types the change introduces or alters: do they make invalid states "
-        "unrepresentable, are invariants enforced at construction, are names precise, "
-        "and is anything typed looser than it needs to be."
-    ),
-    "code-simplifier": (
-        "Look for needless complexity: duplicated logic, dead code, abstractions with "
-        "one user, deep nesting and long functions that a simpler shape would make "
-        "easier to read, without changing behaviour."
-    ),
-}
-"""The default reviewers (name -> instructions); they sit at the root of the checkout."""
 
-Kind = Literal["default", "override", "user"]
+class Kind(enum.StrEnum):
+    """Where a roster reviewer comes from."""
+
+    DEFAULT = "default"  # one of DEFAULT_REVIEWERS, not overridden
+    OVERRIDE = "override"  # a user reviewer named like a default
+    USER = "user"  # a user reviewer of its own name
 
 
 @dataclass(frozen=True)
@@ -110,24 +104,6 @@ class RosterFile:
     reviewers: tuple[DeclaredReviewer, ...]
     context: tuple[Section, ...]
     configuration: str | None  # the raw ``# Configuration`` section, if any
-
-
-@dataclass(frozen=True)
-class IndependentValidator:
-    """``independent_validator`` of the configuration (parsed and reported only)."""
-
-    enabled: bool = False
-    skip_for: tuple[str, ...] = ()
-    uncertain_action: str = "post_with_annotation"
-
-
-@dataclass(frozen=True)
-class RosterConfig:
-    """The root file's ``# Configuration`` block."""
-
-    disabled: tuple[str, ...] = ()
-    overlap_acknowledged: tuple[dict[str, Any], ...] = ()
-    independent_validator: IndependentValidator = field(default_factory=IndependentValidator)
 
 
 @dataclass(frozen=True)
@@ -195,13 +171,17 @@ def spawning_summary(reviewers: Iterable[RosterReviewer]) -> str:
     1 user override (code-reviewer) + 1 user reviewer (pci-auditor)``."""
     listed = list(reviewers)
     parts: list[str] = []
-    kinds = (("default", "default"), ("override", "user override"), ("user", "user reviewer"))
+    kinds = (
+        (Kind.DEFAULT, "default"),
+        (Kind.OVERRIDE, "user override"),
+        (Kind.USER, "user reviewer"),
+    )
     for kind, word in kinds:
         group = [r for r in listed if r.kind == kind]
         if not group:
             continue
         part = _plural(len(group), word)
-        if kind != "default":
+        if kind is not Kind.DEFAULT:
             part += f" ({', '.join(dict.fromkeys(r.name for r in group))})"
         parts.append(part)
     head = f"Spawning {_plural(len(listed), 'reviewer')}"
@@ -209,11 +189,6 @@ def spawning_summary(reviewers: Iterable[RosterReviewer]) -> str:
 
 
 # --- parsing -------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark")
 
 
 def _directory_of(path: str) -> str:
@@ -228,7 +203,7 @@ def parse_roster_file(path: str, text: str) -> tuple[RosterFile, list[str]]:
     ``[A-Za-z0-9][A-Za-z0-9._-]*`` or appears twice in the file.
     """
     lines = text.splitlines()
-    tokens = _parser().parse(text)
+    tokens = markdown_parser().parse(text)
     # (level, title, first line of the heading, first line after it), top level only.
     headings: list[tuple[int, str, int, int]] = []
     for index, token in enumerate(tokens):
@@ -275,82 +250,6 @@ def parse_roster_file(path: str, text: str) -> tuple[RosterFile, list[str]]:
     return roster, warnings
 
 
-def _config_error(path: str, problem: str) -> ConfigError:
-    return ConfigError(f"{path}: # Configuration: {problem}", ROSTER_CONFIG_ERROR)
-
-
-def parse_configuration(path: str, section: str) -> tuple[RosterConfig, list[str]]:
-    """The ``# Configuration`` section of the root file: exactly one fenced JSON block
-    holding an object. Raises ``ConfigError roster_config_error`` for: no or several
-    fenced blocks, invalid JSON, a non-object, ``disabled`` not a list of names, an
-    ``overlap_acknowledged`` entry that is not an object with a non-empty ``reason``,
-    ``independent_validator`` not an object, ``enabled`` not a boolean, ``skip_for`` not
-    an array of strings, ``uncertain_action`` not one of :data:`UNCERTAIN_ACTIONS`.
-    Unknown keys (top level or nested) and unknown names in ``disabled`` are warnings.
-    """
-    fences = [t for t in _parser().parse(section) if t.type == "fence"]
-    if len(fences) != 1:
-        raise _config_error(path, f"expected exactly one fenced JSON block, found {len(fences)}")
-    try:
-        data = json.loads(fences[0].content)
-    except json.JSONDecodeError as exc:
-        raise _config_error(path, f"invalid JSON: {exc.msg} (line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise _config_error(path, "the JSON block must be an object")
-    warnings = [
-        f"{path}: # Configuration: unknown key {key!r} ignored"
-        for key in data
-        if key not in _CONFIG_KEYS
-    ]
-
-    disabled = data.get("disabled", [])
-    if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
-        raise _config_error(path, "disabled must be an array of reviewer names")
-    warnings += [
-        f"{path}: # Configuration: disabled names unknown default reviewer {name!r}"
-        for name in disabled
-        if name not in DEFAULT_REVIEWERS
-    ]
-
-    overlaps = data.get("overlap_acknowledged", [])
-    if not isinstance(overlaps, list):
-        raise _config_error(path, "overlap_acknowledged must be an array")
-    for number, entry in enumerate(overlaps):
-        if not isinstance(entry, dict):
-            raise _config_error(path, f"overlap_acknowledged[{number}] must be an object")
-        reason = entry.get("reason")
-        if not isinstance(reason, str) or not reason.strip():
-            raise _config_error(path, f"overlap_acknowledged[{number}] has no reason")
-
-    raw = data.get("independent_validator", {})
-    if not isinstance(raw, dict):
-        raise _config_error(path, "independent_validator must be an object")
-    warnings += [
-        f"{path}: # Configuration: unknown key independent_validator.{key} ignored"
-        for key in raw
-        if key not in _VALIDATOR_KEYS
-    ]
-    enabled = raw.get("enabled", False)
-    if not isinstance(enabled, bool):
-        raise _config_error(path, "independent_validator.enabled must be a boolean")
-    skip_for = raw.get("skip_for", [])
-    if not isinstance(skip_for, list) or not all(isinstance(s, str) for s in skip_for):
-        raise _config_error(path, "independent_validator.skip_for must be an array of strings")
-    action = raw.get("uncertain_action", "post_with_annotation")
-    if action not in UNCERTAIN_ACTIONS:
-        raise _config_error(
-            path,
-            f"independent_validator.uncertain_action must be one of "
-            f"{'|'.join(UNCERTAIN_ACTIONS)}, got {action!r}",
-        )
-    config = RosterConfig(
-        disabled=tuple(disabled),
-        overlap_acknowledged=tuple(overlaps),
-        independent_validator=IndependentValidator(enabled, tuple(skip_for), action),
-    )
-    return config, warnings
-
-
 # --- merging -------------------------------------------------------------------------
 
 
@@ -390,10 +289,10 @@ def build_roster(files: Mapping[str, str], changed: Iterable[str]) -> Roster:
     candidates: dict[tuple[str, str], tuple[Kind, str, str]] = {}
     for name, instructions in DEFAULT_REVIEWERS.items():
         if name not in config.disabled:
-            candidates[("", name)] = ("default", "default", instructions)
+            candidates[("", name)] = (Kind.DEFAULT, "default", instructions)
     for directory in sorted(parsed, key=lambda d: (d.count("/") + bool(d), d)):
         for declared in parsed[directory].reviewers:
-            kind: Kind = "override" if declared.name in DEFAULT_REVIEWERS else "user"
+            kind = Kind.OVERRIDE if declared.name in DEFAULT_REVIEWERS else Kind.USER
             candidates.pop((directory, declared.name), None)
             candidates[(directory, declared.name)] = (
                 kind,
@@ -430,59 +329,6 @@ def build_roster(files: Mapping[str, str], changed: Iterable[str]) -> Roster:
         if assigned[(scope, name)]
     )
     return Roster(reviewers=reviewers, config=config, warnings=tuple(warnings))
-
-
-# --- diffs and findings ----------------------------------------------------------------
-
-
-def _diff_path(block: list[str]) -> str | None:
-    for line in block:
-        if line.startswith("+++ b/"):
-            return line[6:]
-    for line in block:
-        if line.startswith("--- a/"):
-            return line[6:]
-    rest = block[0][len("diff --git ") :]
-    half = (len(rest) - 5) // 2
-    if rest.startswith("a/") and rest[2 + half : 5 + half] == " b/":
-        return rest[5 + half :]
-    return None
-
-
-def split_diff(diff: str) -> dict[str, str]:
-    """``git diff`` output split per file: path (the new path; the old one for a
-    deletion) -> that file's whole block, header included, in diff order."""
-    blocks: list[list[str]] = []
-    for line in diff.splitlines(keepends=True):
-        if line.startswith("diff --git ") or not blocks:
-            blocks.append([])
-        blocks[-1].append(line)
-    result: dict[str, str] = {}
-    for block in blocks:
-        if not block[0].startswith("diff --git "):
-            continue
-        path = _diff_path([line.rstrip("\n") for line in block])
-        if path is not None:
-            result[path] = "".join(block)
-    return result
-
-
-_SEVERE = re.compile(
-    r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\[P[12]\]|\*\*P[12]\*\*|P[12]\b)"
-    r"|^\s*VERDICT:\s*REQUEST_CHANGES\s*$",
-    re.MULTILINE,
-)
-
-
-def has_blocking_finding(output: str) -> bool:
-    """True when a reviewer's ``output`` has a P1/P2 finding or asks for changes.
-
-    A finding is a line that starts (after optional whitespace and a list marker such as
-    ``-``, ``*`` or ``1.``) with ``P1``/``P2`` as a word, ``[P1]``/``[P2]`` or
-    ``**P1**``/``**P2**``; or the reviewer's own ``VERDICT: REQUEST_CHANGES`` line.
-    A ``P1`` in the middle of a sentence is not a finding.
-    """
-    return _SEVERE.search(output) is not None
 
 
 # --- I/O edge ------------------------------------------------------------------------

@@ -36,9 +36,8 @@ from wrapper.review.roster import (
     Roster,
     RosterReviewer,
     build_roster,
-    has_blocking_finding,
-    split_diff,
 )
+from wrapper.review.roster_diff import has_blocking_finding, split_diff
 from wrapper.review.sandbox import Sandbox
 
 

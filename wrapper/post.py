@@ -1,7 +1,11 @@
-"""Comments kdev posts on a pull request, and the self-loop closure around them.
+"""The one gate every body kdev posts on GitHub passes, and the self-loop closure around it.
 
-:func:`post_gated` is the one gate every comment kdev posts goes through (review rounds,
-descriptions, the author-loop replies of :mod:`wrapper.authorloop.threads`); it applies, in order:
+:func:`post_gated` is the gate every comment kdev posts goes through: review rounds
+(:mod:`wrapper.ledger.delivery`, via :func:`post_comment`), descriptions
+(:mod:`wrapper.review.describe`, via :func:`post_comment`) and the author-loop replies of
+:mod:`wrapper.authorloop.threads` (their own ``send``); nothing in ``wrapper/`` posts a
+body to GitHub any other way (tests/wrapper/test_comment_gate.py checks the source). It
+applies, in order:
 
 1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
    then every mention of ``mention_handle`` that the trigger detector would count
@@ -30,10 +34,10 @@ from engine.github.client import GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
 from wrapper.leakscan import known_secrets, refuse_leak
-from wrapper.ledger.ledger import Ledger, VerdictRecord
+from wrapper.ledger.ledger import Ledger
 from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
 
-log = logging.getLogger("kdev.comments")
+log = logging.getLogger("kdev.comments")  # the name it logged under as wrapper.comments
 
 MAX_BODY_CHARS = 60000
 TRUNCATION_NOTE = "\n\n_(kdev: the rest of the output was cut to fit one comment)_\n"
@@ -97,12 +101,6 @@ def post_gated(
     ledger.record_posted_comment(repo, pr, comment_id, purpose)
     log.info("posted %s comment %s on %s #%s", purpose, comment_id, repo, pr)
     return created
-
-
-def review_comment_text(record: VerdictRecord) -> str:
-    """One review round as a comment: a header line, then the reviewer's output."""
-    header = f"**kdev review** of {record.head_sha[:12]} ({record.model}): **{record.verdict}**"
-    return f"{header}\n\n{record.body.strip()}\n"
 
 
 def post_comment(

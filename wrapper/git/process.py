@@ -1,0 +1,214 @@
+"""How :class:`wrapper.git.Git` runs git: the forced flags and environment, one process
+group per call killed at its timeout, failures as one-line KdevErrors (see
+:mod:`wrapper.git`), and the checkout lock."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from wrapper.errors import ConfigError, KdevError
+
+GIT_CONFIG_ARGS = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "sequence.editor=true",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "protocol.file.allow=always",
+    "-c",
+    "advice.detachedHead=false",
+)
+FORCED_ENVIRONMENT = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "LC_ALL": "C",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_EDITOR": "true",
+    "GIT_SEQUENCE_EDITOR": "true",
+    "EDITOR": "true",
+    "VISUAL": "true",
+}
+# Variables that would make git operate on some other repository than ours.
+DROPPED_ENVIRONMENT = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+        # Would inject config (an fsmonitor, a pager) past the forced -c flags.
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_EXTERNAL_DIFF",
+    }
+)
+DEFAULT_TIMEOUT = 300.0
+KILL_WAIT_SECONDS = 5.0
+# scheme://userinfo@ -- the userinfo part may hold a token.
+CREDENTIALS_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the userinfo of every ``scheme://user:token@`` URL replaced by ``***``."""
+    return CREDENTIALS_RE.sub(r"\1***@", text)
+
+
+def last_line(stderr: bytes) -> str:
+    """git's last ``fatal:``/``error:`` line (else its last line), credentials redacted."""
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    errors = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    chosen = errors or lines
+    return redact_credentials(chosen[-1]) if chosen else "no message"
+
+
+def check_option_safe(value: str, what: str) -> str:
+    """Refuses a ref/remote that git would parse as an option, or that holds a newline."""
+    if not value or value.startswith("-") or any(c in value for c in "\0\n\r"):
+        raise ConfigError(f"{what} {value!r} is not acceptable to git", "invalid_ref")
+    return value
+
+
+class GitProcess:
+    """The git process of :class:`wrapper.git.Git`, run against ``repo_dir``.
+
+    ``env`` is the base environment (default: this process's); the forced variables are
+    applied on top and the repository-redirecting ones removed. ``timeout`` bounds each
+    call in seconds.
+    """
+
+    def __init__(
+        self,
+        repo_dir: Path,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.repo_dir = Path(repo_dir)
+        self.timeout = timeout
+        base = os.environ if env is None else env
+        self._env = {k: v for k, v in base.items() if k not in DROPPED_ENVIRONMENT}
+        self._env.update(FORCED_ENVIRONMENT)
+
+    def environment(self) -> dict[str, str]:
+        """A copy of the environment every git call runs with."""
+        return dict(self._env)
+
+    def _run(
+        self,
+        args: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        ok_codes: tuple[int, ...] = (0,),
+        error: type[KdevError] = KdevError,
+        reason: str = "git_failed",
+        what: str | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Runs ``git <config> args``; an exit code outside ``ok_codes`` raises ``error``."""
+        argv = ["git", *GIT_CONFIG_ARGS, *args]
+        label = what or f"git {args[0]}"
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.repo_dir,
+                env=self._env,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            missing = "git" if exc.filename == "git" else f"directory {self.repo_dir}"
+            found_reason = "git_not_found" if missing == "git" else reason
+            raise error(f"{label}: cannot start git: {missing} not found", found_reason) from None
+        except OSError as exc:
+            raise error(f"{label}: cannot start git: {exc.strerror}", reason) from None
+        try:
+            stdout, stderr = proc.communicate(stdin, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self._kill_group(proc)
+            timed_out_reason = reason if error is not KdevError else "git_timed_out"
+            raise error(f"{label}: timed out after {self.timeout:g}s", timed_out_reason) from None
+        except BaseException:
+            self._kill_group(proc)
+            raise
+        result = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+        if result.returncode not in ok_codes:
+            raise error(f"{label} failed: {last_line(stderr)}", reason)
+        return result
+
+    @staticmethod
+    def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+        # git fetch spawns helpers (remote-https, ssh): kill the whole group.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.communicate(timeout=KILL_WAIT_SECONDS)
+        except (subprocess.TimeoutExpired, ValueError):
+            pass
+
+    @contextmanager
+    def checkout_lock(self) -> Iterator[None]:
+        """Holds the checkout's lock: every git call that writes its object store or its
+        worktree list (fetch, worktree add/remove/prune, merge) runs under it.
+
+        Several kdev runs share one checkout (the engine fires events in parallel): two
+        fetches updating the same refs fail with "cannot lock ref", and a ``worktree
+        prune`` of one run deletes the half-made registration of another's ``worktree
+        add``. The lock (``kdev-fetch.lock``, its name from when it covered fetches only)
+        lives in the common git dir, so worktrees of the checkout share it, and the OS
+        frees it if a run dies. Not re-entrant: do not nest it.
+        """
+        common = self._run(["rev-parse", "--git-common-dir"], what="git rev-parse").stdout
+        git_dir = Path(os.fsdecode(common.strip()))
+        if not git_dir.is_absolute():
+            git_dir = self.repo_dir / git_dir
+        with (git_dir / "kdev-fetch.lock").open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def rev_parse(self, ref: str) -> str | None:
+        """The commit SHA ``ref`` names (tags peeled), or None if there is no such commit."""
+        check_option_safe(ref, "ref")
+        result = self._run(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+            ok_codes=(0, 1, 128),
+        )
+        sha = result.stdout.decode("ascii", "replace").strip()
+        return sha if result.returncode == 0 and sha else None
+
+    def is_valid_branch_name(self, name: str) -> bool:
+        """True when ``git check-ref-format --branch`` accepts ``name`` as it is.
+
+        ``@{-N}`` shorthands, which git would expand to another branch, are refused.
+        """
+        if not name or name.startswith("-") or any(c in name for c in "\0\n\r"):
+            return False
+        result = self._run(["check-ref-format", "--branch", name], ok_codes=(0, 1, 128))
+        expanded = result.stdout.decode("utf-8", "replace").strip()
+        return result.returncode == 0 and expanded == name

@@ -1,0 +1,90 @@
+"""What ``kdev review-pr`` and ``describe-pr`` are given and what they decide: the
+request, the context (everything from outside, passed in) and the report; and the one
+way they send a notice."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from engine.github.client import GitHubClient
+from wrapper.config import KdevConfig
+from wrapper.errors import Outcome
+from wrapper.leakscan import known_secrets
+from wrapper.ledger.ledger import Ledger
+from wrapper.notify import Notification, send
+from wrapper.review.sandbox import Sandbox
+
+log = logging.getLogger("kdev.review")
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """What the engine fired: ``kdev review-pr --repo R --pr N --head-sha SHA ...``."""
+
+    repo: str
+    pr: int
+    head_sha: str  # "" (no --head-sha): the PR's current head, read in step 1
+    checkout: Path
+    pr_url: str | None = None
+    author: str | None = None
+    force: bool = False
+    comment_id: int | None = None  # the comment that summoned this run (a mention)
+
+
+@dataclass(frozen=True)
+class ReviewReport:
+    """The decision, printed as one JSON line with ``--json``."""
+
+    outcome: Outcome
+    repo: str
+    pr: int
+    head_sha: str
+    patch_id: str | None = None
+    verdict: str | None = None
+    artifact: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "outcome": self.outcome.value,
+            "repo": self.repo,
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "patch_id": self.patch_id,
+            "verdict": self.verdict,
+            "artifact": self.artifact,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class ReviewContext:
+    """Everything the workflow needs from outside, passed in (no globals)."""
+
+    config: KdevConfig
+    ledger: Ledger
+    github: GitHubClient
+    environ: Mapping[str, str]
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    reviewer_transport: httpx.BaseTransport | None = None
+    notify_transport: httpx.BaseTransport | None = None
+    # Where command reviewers run; None: resolved from the config by leg_worktree.
+    sandbox: Sandbox | None = None
+
+
+def notify(ctx: ReviewContext, note: Notification) -> None:
+    """Sends ``note`` to every configured target; a failed target is logged, never raised."""
+    for problem in send(
+        ctx.config.notify,
+        note,
+        environ=ctx.environ,
+        transport=ctx.notify_transport,
+        secrets=known_secrets(ctx.config, ctx.environ),
+    ):
+        log.warning("notification failed: %s", problem)

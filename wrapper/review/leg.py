@@ -1,0 +1,165 @@
+"""Steps 6-9 of ``kdev review-pr``, under the per-PR lock: a disposable worktree, the
+reviewer (one backend, or a roster), the verdict written, what is owed delivered."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from engine.github.client import PullRequest
+from wrapper.config import CommandReviewer, OpenAIReviewer
+from wrapper.errors import ConfigError, KdevError, Outcome
+from wrapper.git import Git
+from wrapper.leakscan import known_secrets, withhold_leak
+from wrapper.ledger.delivery import deliver, write_verdict_owing_delivery
+from wrapper.ledger.ledger import IndexEntry, VerdictRecord
+from wrapper.ledger.leftovers import make_scratch
+from wrapper.notify import failure_notification
+from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
+from wrapper.review.patch_id import BASE_REF_PREFIX
+from wrapper.review.prompt import PromptInput, render_prompt
+from wrapper.review.reviewer import ReviewResult, run_reviewer
+from wrapper.review.roster_review import load_base_roster, run_roster_review
+from wrapper.review.sandbox import resolve_sandbox
+
+log = logging.getLogger("kdev.review")
+
+
+@contextmanager
+def leg_worktree(
+    ctx: ReviewContext, req: ReviewRequest, git: Git, pr_url: str, prefix: str
+) -> Iterator[tuple[CommandReviewer | OpenAIReviewer, Path]]:
+    """The configured reviewer and a disposable export of ``req.head_sha`` for one leg
+    (a plain tree, no ``.git`` linking back to the checkout), with ``ctx.sandbox``
+    resolved from the config for a command reviewer.
+
+    A wrapper failure inside the block sends the FAILURE notice and propagates; the
+    tree is deleted on every path (shared by review-pr and describe-pr)."""
+    reviewer = ctx.config.reviewer
+    if reviewer is None:
+        raise ConfigError("no reviewer configured in KDEV_CONFIG", "no_reviewer")
+    scratch = make_scratch(prefix)
+    scratch.chmod(0o711)  # a fallback sandbox's separate uid reaches the tree inside
+    worktree = scratch / "worktree"
+    try:
+        if ctx.sandbox is None and isinstance(reviewer, CommandReviewer):
+            config = ctx.config
+            ctx.sandbox = resolve_sandbox(
+                config.sandbox, config.sandbox_bwrap, config.sandbox_paths
+            )
+        git.export_tree(req.head_sha, worktree)
+        yield reviewer, worktree
+    except KdevError as exc:
+        exc = withhold_leak(exc, known_secrets(ctx.config, ctx.environ))
+        notify(
+            ctx,
+            failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
+        )
+        raise exc from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_leg(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr: PullRequest,
+    pr_url: str,
+    git: Git,
+    patch_id: str,
+    diff: str,
+) -> ReviewReport:
+    """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune."""
+    with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
+        data = PromptInput(
+            repo=req.repo,
+            pr=req.pr,
+            title=pr.title,
+            body=pr.body,
+            author=req.author or pr.user_login,
+            base=pr.base_ref,
+            head_sha=req.head_sha,
+            diff=diff,
+            pr_url=pr_url,
+        )
+        result = _review(ctx, reviewer, git, pr, data, worktree)
+        record = VerdictRecord(
+            verdict=result.verdict,
+            pr_url=pr_url,
+            head_sha=req.head_sha,
+            patch_id=patch_id,
+            base=pr.base_ref,
+            reviewed_at=ctx.clock(),
+            model=result.model,
+            body=result.body,
+        )
+        path = _record_verdict(ctx, req, record)
+    detail = deliver(ctx, req.repo, req.pr, record)
+    return ReviewReport(
+        Outcome.REVIEWED,
+        req.repo,
+        req.pr,
+        req.head_sha,
+        patch_id,
+        result.verdict,
+        str(path),
+        detail,
+    )
+
+
+def _review(
+    ctx: ReviewContext,
+    reviewer: CommandReviewer | OpenAIReviewer,
+    git: Git,
+    pr: PullRequest,
+    data: PromptInput,
+    worktree: Path,
+) -> ReviewResult:
+    """Step 7: the reviewer's verdict, from one backend or (``roster``) one leg per roster
+    reviewer of the base branch, merged."""
+    if not reviewer.roster:
+        return run_reviewer(
+            reviewer,
+            render_prompt(data, ctx.config.prompt_template),
+            worktree,
+            ctx.environ,
+            extra_env_names=ctx.config.reviewer_env,
+            transport=ctx.reviewer_transport,
+            sandbox=ctx.sandbox,
+        )
+    roster, blocks = load_base_roster(git, f"{BASE_REF_PREFIX}{pr.base_ref}", data.diff)
+    for warning in roster.warnings:
+        log.warning("roster: %s", warning)
+    log.info("%s #%s: %s", data.repo, data.pr, roster.summary)
+    return run_roster_review(
+        backend=reviewer,
+        roster=roster,
+        blocks=blocks,
+        data=data,
+        worktree=worktree,
+        ledger=ctx.ledger,
+        max_parallel=ctx.config.budgets.max_concurrent_legs_per_repo,
+        environ=ctx.environ,
+        extra_env_names=ctx.config.reviewer_env,
+        transport=ctx.reviewer_transport,
+        template_path=ctx.config.prompt_template,
+        sandbox=ctx.sandbox,
+    )
+
+
+def _record_verdict(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> Path:
+    """Step 8: what is owed recorded, then the verdict file and its index entry; the
+    head's deferred marker, if any, is cleared."""
+    path = write_verdict_owing_delivery(ctx, req, record)
+    entry = IndexEntry(
+        patch_id=record.patch_id,
+        verdict=record.verdict,
+        reviewed_at=record.reviewed_at,
+        carried_from=None,
+    )
+    ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
+    ctx.ledger.clear_deferred(req.repo, req.pr, req.head_sha)
+    return path

@@ -1,0 +1,44 @@
+"""Steps 2 and 5 of ``kdev review-pr``, shared with ``describe-pr``: the patch-id of
+exactly the head as fired, and the freshness check."""
+
+from __future__ import annotations
+
+from engine.github.client import PullRequest
+from wrapper.errors import Outcome
+from wrapper.git import Git
+from wrapper.review.context import ReviewReport, ReviewRequest
+from wrapper.review.patch_id import compute_patch_id, fetch_head_commit, fetch_pr_refs
+
+
+def patch_of_head(req: ReviewRequest, pr: PullRequest, git: Git) -> tuple[str, str] | ReviewReport:
+    """Step 2: fetch base + ``refs/pull/N/head`` (and ``req.head_sha`` by SHA if it is
+    missing), then ``(patch_id, diff)`` of base...head. A head that cannot be had is
+    ``skipped_stale_head`` and an empty diff ``skipped_empty_diff``; nothing is recorded."""
+    base_ref, _ = fetch_pr_refs(git, pr.base_ref, req.pr)
+    if not fetch_head_commit(git, req.head_sha):
+        return ReviewReport(
+            Outcome.SKIPPED_STALE_HEAD,
+            req.repo,
+            req.pr,
+            req.head_sha,
+            detail=f"{req.head_sha} cannot be fetched; current head is {pr.head_sha}",
+        )
+    info = compute_patch_id(git, base_ref, req.head_sha)
+    if info.patch_id is None:
+        return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, req.head_sha)
+    return info.patch_id, info.diff
+
+
+def moved_on(req: ReviewRequest, pr: PullRequest, patch_id: str) -> ReviewReport | None:
+    """Step 5: ``skipped_stale_head`` when the PR's head is no longer ``req.head_sha``
+    (its new head fires on a later poll); None when it still is."""
+    if pr.head_sha == req.head_sha:
+        return None
+    return ReviewReport(
+        Outcome.SKIPPED_STALE_HEAD,
+        req.repo,
+        req.pr,
+        req.head_sha,
+        patch_id,
+        detail=f"current head is {pr.head_sha}",
+    )
