@@ -13,7 +13,7 @@ import pytest
 
 from engine.config import Settings
 from engine.github.client import GitHubClient
-from engine.triggers import find_mention
+from engine.triggers import find_mention, has_raw_html
 from tests.wrapper.reviewbench import REPO, Bench
 from tests.wrapper.test_mention_wrapper import (  # noqa: F401
     BOT_ID,
@@ -27,7 +27,6 @@ from wrapper.authorloop.threads import reply
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, LedgerError, Outcome
 from wrapper.ledger.ledger import Ledger
-from wrapper.neutralise import has_html
 from wrapper.post import post_gated
 
 _ = bench  # the shared fixture
@@ -138,7 +137,7 @@ def test_a_hostile_body_is_neutralised_on_every_posting_path(
     assert len(posts) == 1
     [mine] = [c for c in bench.sim.comments(REPO) if c.user.id == BOT_ID]
     assert find_mention(mine.body, HANDLE) is None
-    assert not has_html(mine.body)
+    assert not has_raw_html(mine.body)
     assert "#12" not in mine.body and "octo/other#3" not in mine.body
     assert "```\n@kdev in a fence <i>\n```" in mine.body  # code is left as it is
     assert mine.id in bench.ledger().posted_comment_ids(REPO)
