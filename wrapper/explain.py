@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.errors import LiError
-from engine.github.client import GitHubClient, GitHubError
+from engine.github import GitHubClient, GitHubError
 from wrapper.errors import KdevError
+from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, LedgerRow, format_timestamp, parse_timestamp
 from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
 
@@ -165,7 +166,7 @@ def explain(
     """Gather every source and decide the verdict line (see the module doc)."""
     problems: list[str] = []
     try:
-        head: str | None = github.get_pull(repo, pr).head_sha
+        head: str | None = get_pull(github, repo, pr).head_sha
     except GitHubError as exc:
         head = None
         problems.append(f"GitHub: {exc} [{exc.reason}]")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from engine.config import Settings
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from engine.triggers import find_mention
 from tests.wrapper.test_mention_wrapper import BOT_ID, HANDLE, bench, mention_config, run  # noqa: F401
 from tests.wrapper.test_review import REPO, Bench

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.config import Settings
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from engine.triggers import find_mention
 from engine.triggers.mention import render
 from ghsim import GitHubSim

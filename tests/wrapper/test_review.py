@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from engine.config import Settings
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from ghsim import GitHubSim
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, Outcome, ReviewerFailed, ReviewerTimedOut

@@ -19,7 +19,7 @@ from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_log
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.errors import LiError
-from engine.github.client import github_client
+from engine.github import github_client
 from engine.tables import print_table
 from wrapper import __version__
 from wrapper.config import check_repo, load_config, resolve_reviews_dir

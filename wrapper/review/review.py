@@ -38,9 +38,10 @@ from typing import Any
 
 import httpx
 
-from engine.github.client import GitHubClient, GitHubError, PullRequest, is_same_repo
+from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
 from wrapper.config import CommandReviewer, KdevConfig, OpenAIReviewer, check_repo
 from wrapper.errors import ConfigError, GitHubFailed, KdevError, Outcome
+from wrapper.gh import get_comment
 from wrapper.git import Git
 from wrapper.leakscan import known_secrets, withhold_leak
 from wrapper.ledger.deferral import cap_reopens_at
@@ -177,7 +178,7 @@ def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> s
     kind = "issue"
     for kind in ("issue", "review"):
         try:
-            comment = ctx.github.get_comment(repo, comment_id, kind)
+            comment = get_comment(ctx.github, repo, comment_id, kind)
             break
         except GitHubError as exc:
             if exc.reason == "not_found":

@@ -35,10 +35,11 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import make_url
 
-from engine.github.client import GitHubClient, GitHubError, PullGraph, PullRequest, is_same_repo
+from engine.github import GitHubClient, GitHubError, PullRequest, is_same_repo
 from engine.health.assess import HealthState
 from wrapper.config import Budgets, KdevConfig, NotifyTarget
 from wrapper.errors import KdevError, Outcome
+from wrapper.gh import PullGraph, compare, pull_graph
 from wrapper.git import Git
 from wrapper.ledger.ledger import DeferredMarker, IndexEntry, Ledger, LegRecord
 from wrapper.ledger.leftovers import make_scratch
@@ -461,7 +462,7 @@ def _update_all(
         if not (is_same_repo(pr) and not pr.draft and is_verdict_clean(index, pr.head_sha)):
             continue
         try:
-            behind = ctx.github.compare(entry.repo, pr.base_ref, pr.head_sha).behind_by
+            behind = compare(ctx.github, entry.repo, pr.base_ref, pr.head_sha).behind_by
             if not wants_update(pr, index, behind):
                 continue
             log.info("%s #%s is %d behind %s: updating", entry.repo, pr.number, behind, pr.base_ref)
@@ -547,7 +548,7 @@ def _digest_rows(
         # Only a PR clean at its listed head can qualify: spare it the GraphQL call.
         if pr.draft or not is_verdict_clean(index, pr.head_sha):
             continue
-        graph = ctx.github.pull_graph(entry.repo, pr.number)
+        graph = pull_graph(ctx.github, entry.repo, pr.number)
         if not wants_digest(graph, index):
             continue
         verdict = index[graph.head_ref_oid]
