@@ -146,7 +146,9 @@ class GitHubClient(GitHubSession):
             assert stop_before is not None
             return any(pull.updated_at < stop_before for pull in parse_pull_page(page)[0])
 
-        read = self._paginate(response, url, max_pages, stop=reached if stop_before else None)
+        read = self._paginate(
+            response, url, max_pages, stop=None if stop_before is None else reached
+        )
         pulls, skipped = parse_pull_page(read.items)
         self._log_skipped(repo, skipped)
         if read.next_url is not None and not read.stopped:
