@@ -27,8 +27,7 @@ from pathlib import Path
 
 from bench.common import SettableClock, backend_name, scratch_database
 from engine.config import Settings
-from engine.github.client import GitHubClient, RequestPacer
-from engine.github.etag import SqlEtagCache
+from engine.github import GitHubClient, RequestPacer, SqlEtagCache
 from engine.poll.config import validate_poll_config
 from engine.poll.pollpass import poll_once
 from engine.schedules.spec import ScheduleSpec

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.github.client import GitHubClient, RequestPacer
+from engine.github import GitHubClient, RequestPacer
 from ghsim import GitHubSim
 from tests.review_oracle import leg_counts, patch_id_of, unseen_verdicts, wrong_index_entries
 from wrapper.config import KdevConfig

@@ -54,8 +54,7 @@ from sqlalchemy import func, select
 
 from bench.common import SettableClock, backend_name, bench_settings, ratio, scratch_database
 from engine.config import Settings
-from engine.github.client import GitHubClient, MemoryEtagCache, RequestPacer
-from engine.github.etag import SqlEtagCache
+from engine.github import GitHubClient, MemoryEtagCache, RequestPacer, SqlEtagCache
 from engine.poll.config import validate_poll_config
 from engine.run.daemon import Engine
 from engine.schedules.spec import ScheduleSpec, check_spec

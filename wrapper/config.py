@@ -26,11 +26,10 @@ from pydantic import (
 )
 
 from engine.errors import InvalidInput
+from engine.github import repo_problem
 from engine.triggers import ALLOWLIST_CONFIG_ERROR, parse_allowlist, validate_handle
 from wrapper.errors import ConfigError
 
-REPO_OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
-REPO_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_REVIEWER_TIMEOUT = 1200
 
@@ -200,9 +199,9 @@ class KdevConfig(_Strict):
 
 def check_repo(repo: str) -> tuple[str, str]:
     """``(owner, name)`` of ``OWNER/NAME``; refuses anything that could escape a path."""
-    owner, _, name = repo.partition("/")
-    if not REPO_OWNER.match(owner) or not REPO_NAME.match(name) or name in (".", ".."):
+    if repo_problem(repo) is not None:
         raise ConfigError(f"{repo!r} is not a repository name OWNER/NAME", "invalid_repo")
+    owner, _, name = repo.partition("/")
     return owner, name
 
 

@@ -30,8 +30,9 @@ from engine.api import (
     ScheduleHealthRow,
 )
 from engine.errors import LiError
-from engine.github.client import GitHubClient, GitHubError
+from engine.github import GitHubClient, GitHubError
 from engine.timefmt import iso_utc, minute_utc
+from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, LedgerRow
 from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
 
@@ -128,7 +129,7 @@ def explain(
     """Gather every source and decide the verdict line (see the module doc)."""
     problems: list[str] = []
     try:
-        head: str | None = github.get_pull(repo, pr).head_sha
+        head: str | None = get_pull(github, repo, pr).head_sha
     except GitHubError as exc:
         head = None
         problems.append(f"GitHub: {exc} [{exc.reason}]")

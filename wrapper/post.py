@@ -30,9 +30,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.github.client import GitHubClient, GitHubError
+from engine.github import GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
+from wrapper.gh import post_issue_comment
 from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger.ledger import Ledger
 from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
@@ -126,7 +127,7 @@ def post_comment(
 
     def send(body: str) -> dict[str, Any]:
         try:
-            return github.post_issue_comment(repo, pr, body)
+            return post_issue_comment(github, repo, pr, body)
         except GitHubError as exc:
             raise KdevError(
                 f"cannot post the {purpose} comment on {repo} #{pr}: {exc.message} [{exc.reason}]",

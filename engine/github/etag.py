@@ -1,7 +1,7 @@
 """The ETag cache in the ``http_cache`` table (split from engine.github.client, issue 19).
 
-It is the only part of the GitHub client that needs the database; keeping it here lets
-the wrapper import the client without importing SQLAlchemy.
+It is the only part of the GitHub client that needs the database; keeping it here (loaded
+lazily by ``engine.github``) lets the wrapper import the client without importing SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from engine.github.client import CachedResponse
+from engine.github.types import CachedResponse
 from engine.store.db import translate_db_error
 from engine.store.models import HttpCacheEntry
 

@@ -17,7 +17,6 @@ not one word is ``invalid_trigger_config``. The engine has no verbs of its own.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import (
@@ -35,6 +34,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from engine.durations import MAX_POLL_INTERVAL_SECONDS
 from engine.errors import InvalidInput, LiError
+from engine.github.types import repo_problem, validate_repo_name
 from engine.triggers import (
     ALLOWLIST_CONFIG_ERROR,
     parse_allowlist,
@@ -42,38 +42,15 @@ from engine.triggers import (
     validate_verb,
 )
 
-# GitHub logins: 1-39 letters or digits, single hyphens only between them.
-_OWNER = re.compile(r"^(?=.{1,39}$)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
-_REPO_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _SCALAR_TYPES = (str, int, float, bool, type(None))
 
 FILTER_KEYS = ("state", "base", "draft", "same_repo_only")
 DEFAULT_POLL_INTERVAL_SECONDS = 120
 
 
-def repo_problem(text: object) -> str | None:
-    """Why ``text`` is not an ``OWNER/NAME`` repository, or None when it is one."""
-    if not isinstance(text, str):
-        return f"repo must be a string like octo/widgets, got {text!r}"
-    owner, slash, name = text.partition("/")
-    if not slash:
-        return f"repo {text!r} must be OWNER/NAME, like octo/widgets"
-    if not _OWNER.match(owner):
-        return (
-            f"repo owner {owner!r} must be 1-39 letters, digits or single inner hyphens "
-            "(no leading or trailing hyphen)"
-        )
-    if not _REPO_NAME.match(name) or name in (".", ".."):
-        return f"repo name {name!r} must be 1-100 of letters, digits, '.', '_' or '-'"
-    return None
-
-
 def parse_repo(text: str) -> str:
     """``text`` unchanged when it is ``OWNER/NAME``; ``invalid_repo`` otherwise."""
-    problem = repo_problem(text)
-    if problem is not None:
-        raise InvalidInput(problem, "invalid_repo")
-    return text
+    return validate_repo_name(text)
 
 
 class PollFilters(BaseModel):

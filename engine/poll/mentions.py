@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.errors import LiError
-from engine.github.client import GitHubError, PullListing, PullRequest
+from engine.github import GitHubError, PullListing, PullRequest
 from engine.poll.config import MentionsConfig
 from engine.poll.decisions import record_decisions
 from engine.poll.plan import PollEvent, event_context

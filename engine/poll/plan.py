@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.github.client import PullRequest, is_same_repo
+from engine.github.types import PullRequest, is_same_repo
 from engine.poll.config import GithubPollConfig
 
 DEFAULT_OPEN_PAGE_LIMIT = 3

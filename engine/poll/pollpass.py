@@ -31,7 +31,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import LiError
-from engine.github.client import GitHubClient, GitHubError, PullListing
+from engine.github import GitHubClient, GitHubError, PullListing
 from engine.health.assess import capped_counter_next
 from engine.poll.config import validate_poll_config
 from engine.poll.decisions import record_decisions

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine.config import Settings
-from engine.github.client import GitHubClient, GitHubError
+from engine.github import GitHubClient, GitHubError
 from engine.poll.config import GithubPollConfig
 from engine.poll.plan import (
     DEFAULT_MERGED_PAGE_LIMIT,

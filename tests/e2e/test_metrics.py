@@ -16,7 +16,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from demo.run_demo import REVIEW_ARGS, setup_pipeline
-from engine.github.client import token_identity
+from engine.github import token_identity
 from ghsim import GitHubSim
 from wrapper.metrics import read_counts
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import update
 
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from engine.poll.pollpass import poll_once
 from engine.store.models import PollState, RunStatus
 from engine.store.pollstore import PollStore

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import Engine
 
 from engine.config import Settings
-from engine.github.client import (
+from engine.github import (
     GitHubClient,
     GitHubError,
     MemoryEtagCache,
@@ -30,6 +30,7 @@ from engine.github.client import (
     token_identity,
 )
 from ghsim import GitHubSim
+from wrapper.gh import get_pull
 
 REPO = "octo/widgets"
 TOKEN = "ghp_ClientTestSecretToken0123456789abcdef"
@@ -350,7 +351,7 @@ def test_a_ghost_author_is_skipped_with_a_warning_and_the_rest_of_the_page_is_ke
     assert [(s.number, s.reason) for s in listing.skipped] == [(2, "ghost_user")]
     assert "#2" in caplog.text and "ghost_user" in caplog.text
     with pytest.raises(GitHubError) as caught:
-        client.get_pull(REPO, 2)
+        get_pull(client, REPO, 2)
     assert caught.value.reason == "malformed_payload"
 
 
@@ -370,7 +371,7 @@ def test_a_deleted_fork_is_parsed_with_no_head_repository(sim: GitHubSim, connec
     assert deleted.head_repo_full_name is None
     assert deleted.head_repo_id is None and deleted.head_repo_fork is None
     assert deleted.base_repo_full_name == REPO and deleted.head_ref == "gone-work"
-    assert client.get_pull(REPO, 2).head_repo_full_name is None
+    assert get_pull(client, REPO, 2).head_repo_full_name is None
 
 
 def test_get_pull_returns_typed_facts_with_aware_utc_timestamps(
@@ -380,7 +381,7 @@ def test_get_pull_returns_typed_facts_with_aware_utc_timestamps(
     sim.advance(60)
     sim.merge(REPO, opened.number)
 
-    pull = connect(sim).get_pull(REPO, opened.number)
+    pull = get_pull(connect(sim), REPO, opened.number)
 
     assert (pull.number, pull.title, pull.state, pull.draft) == (1, "Add a widget", "closed", False)
     assert (pull.user_login, pull.user_id, pull.user_type) == ("alice", 77, "User")
@@ -509,7 +510,7 @@ def test_the_client_sends_githubs_headers_with_the_token_as_bearer(
 
 def test_an_unknown_pull_is_not_found(sim: GitHubSim, connect: Connect) -> None:
     with pytest.raises(GitHubError) as caught:
-        connect(sim).get_pull(REPO, 99)
+        get_pull(connect(sim), REPO, 99)
     assert caught.value.reason == "not_found" and caught.value.status == 404
 
 
@@ -598,11 +599,11 @@ def test_a_body_cut_off_mid_way_is_a_network_error(sim: GitHubSim, connect: Conn
     # Content-Length arrived (httpx raises RemoteProtocolError while reading), so nothing
     # is wrong with what GitHub meant to send; the transfer broke and a retry will do.
     with pytest.raises(GitHubError) as caught:
-        client.get_pull(REPO, 1)
+        get_pull(client, REPO, 1)
 
     assert caught.value.reason == "network_error"
     assert "RemoteProtocolError" in caught.value.message
-    assert client.get_pull(REPO, 1).number == 1
+    assert get_pull(client, REPO, 1).number == 1
 
 
 def test_a_complete_body_that_is_not_json_is_malformed_and_not_cached(

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from engine.errors import LiError
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from engine.poll.config import validate_poll_config
 from engine.poll.pollpass import poll_once
 from engine.run.daemon import Engine

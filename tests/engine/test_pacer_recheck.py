@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from engine.errors import LiError
-from engine.github.client import RequestPacer
+from engine.github import RequestPacer
 from tests.engine.test_github_client import FakeTime
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine as SAEngine
 
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from engine.health.assess import HealthState
 from engine.health.status import schedule_health
 from engine.poll.config import validate_poll_config

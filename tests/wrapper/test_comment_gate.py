@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from engine.config import Settings
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from engine.triggers import find_mention, has_raw_html
 from tests.wrapper.reviewbench import REPO, Bench
 from tests.wrapper.test_mention_wrapper import (  # noqa: F401

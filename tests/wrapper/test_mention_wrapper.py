@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.config import Settings
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from engine.triggers import find_mention, has_raw_html, render
 from ghsim import GitHubSim
 from tests.wrapper.reviewbench import BIN, REPO, ROOT, Bench

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.config import Settings
-from engine.github.client import GitHubClient, RequestPacer
+from engine.github import GitHubClient, RequestPacer
 from ghsim import GitHubSim
 from ghsim.model import node_id
 from wrapper.authorloop.pr_status import ci_summary, pr_status

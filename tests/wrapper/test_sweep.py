@@ -20,11 +20,12 @@ import pytest
 
 from engine.api import HealthCause, ScheduleHealthRow
 from engine.config import Settings
-from engine.github.client import GitHubClient, RequestPacer
+from engine.github import GitHubClient, RequestPacer
 from ghsim import GitHubSim
 from tests.wrapper.reviewbench import ROOT, Bench
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, Outcome
+from wrapper.gh import get_pull
 from wrapper.ledger.ledger import IndexEntry
 from wrapper.sweep.config import SweepConfig, load_sweep_config
 from wrapper.sweep.sweep import (
@@ -226,7 +227,7 @@ def test_a_push_after_the_head_moved_is_rejected_and_skipped_never_forced(bench:
     bench.sim.commit_to_base(REPO, {"b.py": "y = 2\n"})
     settings = Settings(github_api_url=bench.sim.url, github_token=bench.token)
     with GitHubClient(settings, pacer=RequestPacer(100_000)) as client:
-        seen = client.get_pull(REPO, number)  # what the sweep read ...
+        seen = get_pull(client, REPO, number)  # what the sweep read ...
         moved = bench.sim.push(REPO, number, {"a.py": "x = 2\n"})  # ... then the author pushed
         ctx = SweepContext(
             config=sweep_config(bench),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.github.client import GitHubClient, GitHubError, RequestPacer
+from engine.github import GitHubClient, GitHubError, RequestPacer
 from ghsim import GitHubSim
 from ghsim.model import node_id
 from wrapper.authorloop.feedback import collect_feedback

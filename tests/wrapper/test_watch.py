@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine.config import Settings
-from engine.github.client import GitHubClient, RequestPacer
+from engine.github import GitHubClient, RequestPacer
 from ghsim import GitHubSim
 from ghsim.model import node_id
 from wrapper.authorloop.watch import (

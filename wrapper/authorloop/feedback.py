@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.github.client import GitHubClient, GitHubError
+from engine.github import GitHubClient, GitHubError
 from wrapper.authorloop.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
 from wrapper.authorloop.triage import Basis, Priority, Source, detect_source, triage
 from wrapper.errors import KdevError

@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from engine.github.client import GitHubClient, GitHubError
+from engine.github import GitHubClient, GitHubError
 from wrapper.authorloop.feedback import FeedbackReport, collect_feedback
 from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
+from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, format_timestamp
 
 _SEVERE = re.compile(r"\bP[12]\b")
@@ -132,7 +133,7 @@ def ci_summary(runs: list[Any]) -> tuple[dict[str, str], str]:
 def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrStatus:
     """Read everything :class:`PrStatus` reports (GitHub errors propagate as KdevError)."""
     try:
-        head = github.get_pull(repo, pr).head_sha
+        head = get_pull(github, repo, pr).head_sha
         runs = github.get_rest(
             f"repos/{repo}/commits/{head}/check-runs",
             {"per_page": 100},

@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.github.client import NOT_FOUND, GitHubClient, GitHubError
+from engine.github import NOT_FOUND, GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError
+from wrapper.gh import get_comment
 from wrapper.ledger.ledger import Ledger
 from wrapper.post import post_gated
 
@@ -198,7 +199,7 @@ def reply(
 
 def _find(github: GitHubClient, repo: str, comment_id: int, kind: str) -> dict[str, Any] | None:
     try:
-        return github.get_comment(repo, comment_id, kind)
+        return get_comment(github, repo, comment_id, kind)
     except GitHubError as exc:
         if exc.reason == NOT_FOUND:
             return None

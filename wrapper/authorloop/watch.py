@@ -28,7 +28,7 @@ from typing import Any
 
 from engine.durations import DAY, parse_duration
 from engine.errors import LiError
-from engine.github.client import GitHubClient, GitHubError
+from engine.github import GitHubClient, GitHubError
 from wrapper.errors import ConfigError
 
 log = logging.getLogger("kdev.watch")

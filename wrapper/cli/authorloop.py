@@ -10,7 +10,7 @@ import typer
 from engine.config import Settings
 from engine.durations import parse_duration
 from engine.errors import LiError
-from engine.github.client import github_client
+from engine.github import github_client
 from wrapper.cli.common import guarded, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ

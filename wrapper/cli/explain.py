@@ -11,7 +11,7 @@ import typer
 from engine.api import LiReader, open_readonly
 from engine.config import Settings
 from engine.errors import LiError
-from engine.github.client import github_client
+from engine.github import github_client
 from wrapper.cli.common import guarded, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ

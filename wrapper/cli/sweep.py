@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from engine.config import Settings
-from engine.github.client import github_client
+from engine.github import github_client
 from wrapper.cli.common import guarded, open_ledger
 from wrapper.credentials import kdev_environ
 from wrapper.sweep.config import load_sweep_config

@@ -8,9 +8,10 @@ import logging
 import re
 from typing import Any
 
-from engine.github.client import GitHubError, PullRequest, is_same_repo
+from engine.github import GitHubError, PullRequest, is_same_repo
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError, GitHubFailed, Outcome
+from wrapper.gh import get_comment
 from wrapper.notify import failure_notification
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
 from wrapper.review.github_gate import read_pull
@@ -59,7 +60,7 @@ def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> s
     kind = "issue"
     for kind in ("issue", "diff"):
         try:
-            comment = ctx.github.get_comment(repo, comment_id, kind)
+            comment = get_comment(ctx.github, repo, comment_id, kind)
             break
         except GitHubError as exc:
             if exc.reason == "not_found":

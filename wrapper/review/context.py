@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from engine.github.client import GitHubClient
+from engine.github import GitHubClient
 from wrapper.config import KdevConfig
 from wrapper.errors import Outcome
 from wrapper.leakscan import known_secrets

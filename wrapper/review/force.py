@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine.github.client import PullRequest
+from engine.github import PullRequest
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError
 from wrapper.ledger.ledger import check_sha

@@ -16,8 +16,9 @@ repository, or a null head repository (a deleted fork).
 
 from __future__ import annotations
 
-from engine.github.client import GitHubClient, GitHubError, PullRequest
+from engine.github import GitHubClient, GitHubError, PullRequest
 from wrapper.errors import GitHubFailed
+from wrapper.gh import get_pull
 
 GITHUB_AUTH = "github_auth"
 GITHUB_UNAVAILABLE = "github_unavailable"
@@ -37,7 +38,7 @@ def github_failure_reason(exc: GitHubError) -> str:
 def read_pull(github: GitHubClient, repo: str, number: int) -> PullRequest:
     """The PR's metadata (never its diff); :class:`GitHubFailed` when it cannot be read."""
     try:
-        return github.get_pull(repo, number)
+        return get_pull(github, repo, number)
     except GitHubError as exc:
         reason = github_failure_reason(exc)
         raise GitHubFailed(

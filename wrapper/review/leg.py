@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine.github.client import PullRequest
+from engine.github import PullRequest
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.git import Git

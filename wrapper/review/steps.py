@@ -3,7 +3,7 @@ exactly the head as fired, and the freshness check."""
 
 from __future__ import annotations
 
-from engine.github.client import PullRequest
+from engine.github import PullRequest
 from wrapper.errors import Outcome
 from wrapper.git import Git
 from wrapper.review.context import ReviewReport, ReviewRequest

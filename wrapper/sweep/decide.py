@@ -7,13 +7,14 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 # is_same_repo is pure; it moves with the GitHub types (engine.github.types, issue 16).
-from engine.github.client import is_same_repo
+from engine.github import is_same_repo
 from wrapper.sweep.report import HealthProblem
 
 if TYPE_CHECKING:
     from engine.api import ScheduleHealthRow
-    from engine.github.client import PullGraph, PullRequest
+    from engine.github import PullRequest
     from wrapper.config import Budgets
+    from wrapper.gh import PullGraph
     from wrapper.ledger.ledger import DeferredMarker, IndexEntry, LegRecord
 
 APPROVE = "APPROVE"

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.github.client import PullRequest
+from engine.github import PullRequest
 from wrapper.errors import KdevError, Outcome
 from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
 from wrapper.sweep.config import RepositoryEntry

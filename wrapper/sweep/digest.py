@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.github.client import PullRequest
+from engine.github import PullRequest
 from wrapper.config import NotifyTarget
+from wrapper.gh import pull_graph
 from wrapper.notify import Notification
 from wrapper.sweep.config import RepositoryEntry
 from wrapper.sweep.context import SweepContext, send_to, targets_for
@@ -24,7 +25,7 @@ def digest_rows(
         # Only a PR clean at its listed head can qualify: spare it the GraphQL call.
         if pr.draft or not is_verdict_clean(index, pr.head_sha):
             continue
-        graph = ctx.github.pull_graph(entry.repo, pr.number)
+        graph = pull_graph(ctx.github, entry.repo, pr.number)
         if not wants_digest(graph, index):
             continue
         verdict = index[graph.head_ref_oid]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from engine.github.client import GitHubError, PullRequest, is_same_repo
+from engine.github import GitHubError, PullRequest, is_same_repo
 from wrapper.errors import KdevError
 from wrapper.sweep.config import RepositoryEntry
 from wrapper.sweep.context import SweepContext, send_to

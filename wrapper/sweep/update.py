@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.github.client import GitHubError, PullRequest, is_same_repo
+from engine.github import GitHubError, PullRequest, is_same_repo
 from wrapper.errors import KdevError
+from wrapper.gh import compare
 from wrapper.git import Git
 from wrapper.ledger.leftovers import make_scratch
 from wrapper.notify import Notification
@@ -100,7 +101,7 @@ def update_all(
         if not (is_same_repo(pr) and not pr.draft and is_verdict_clean(index, pr.head_sha)):
             continue
         try:
-            behind = ctx.github.compare(entry.repo, pr.base_ref, pr.head_sha).behind_by
+            behind = compare(ctx.github, entry.repo, pr.base_ref, pr.head_sha).behind_by
             if not wants_update(pr, index, behind):
                 continue
             log.info("%s #%s is %d behind %s: updating", entry.repo, pr.number, behind, pr.base_ref)

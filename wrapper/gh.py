@@ -1,0 +1,212 @@
+"""The GitHub calls only kdev makes, built on the engine client's generic calls.
+
+The engine's :class:`~engine.github.GitHubClient` knows pull listings, comment feeds and
+the generic ``request`` / ``graphql`` / ``get_rest`` / ``post_rest``; it has no endpoint
+that only kdev uses. The typed reads and writes kdev needs live here, as functions of
+a client:
+
+    get_pull             GET /repos/{repo}/pulls/{n}, parsed strictly into PullRequest
+    pull_graph           POST /graphql: review decision, auto-merge, merge state (PullGraph)
+    compare              GET /repos/{repo}/compare/{base}...{head} (Comparison)
+    get_comment          GET one issue or diff comment (raw object)
+    post_issue_comment   POST /repos/{repo}/issues/{n}/comments (the created comment)
+
+Errors are the engine's: transport errors, statuses and GraphQL errors are translated by
+the client's one table; a missing object or an answer of the wrong shape found here is
+raised through ``client.error`` (redacted and logged like every other), as
+``GitHubNotFound`` / ``GitHubMalformedPayload``. Bad arguments raise ``InvalidInput``
+before any request is sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from engine.errors import InvalidInput
+from engine.github import (
+    MALFORMED_PAYLOAD,
+    GitHubClient,
+    GitHubMalformedPayload,
+    GitHubNotFound,
+    Malformed,
+    PullRequest,
+    get_field,
+    optional_field,
+    parse_pull_item,
+    parse_time,
+    validate_repo_name,
+)
+
+
+@dataclass(frozen=True)
+class PullGraph:
+    """The GraphQL facts of one pull request (``repository.pullRequest``).
+
+    ``review_decision`` is APPROVED, CHANGES_REQUESTED, REVIEW_REQUIRED or None;
+    ``auto_merge_*`` are None when auto-merge is off; ``head_repository`` (OWNER/NAME) is
+    None when the head repository was deleted.
+    """
+
+    number: int
+    state: str  # OPEN | CLOSED | MERGED
+    is_draft: bool
+    is_cross_repository: bool
+    head_repository: str | None
+    review_decision: str | None
+    auto_merge_enabled_at: datetime | None
+    auto_merge_method: str | None
+    merge_state_status: str | None
+    head_ref_oid: str
+    head_ref_name: str
+    base_ref_name: str
+    url: str
+
+    @property
+    def auto_merge_armed(self) -> bool:
+        """True when an auto-merge request is enabled."""
+        return self.auto_merge_method is not None or self.auto_merge_enabled_at is not None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``GET /compare/{base}...{head}``: commits of head not in base, and of base not in head."""
+
+    ahead_by: int
+    behind_by: int
+    status: str  # identical | ahead | behind | diverged
+
+
+_COMMENT_PATHS = {"issue": "issues/comments", "diff": "pulls/comments"}
+
+_PULL_GRAPH_QUERY = """
+query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      number state isDraft isCrossRepository
+      headRepository { nameWithOwner }
+      reviewDecision
+      autoMergeRequest { enabledAt mergeMethod }
+      mergeStateStatus headRefOid headRefName baseRefName url
+    }
+  }
+}
+""".strip()
+
+
+def _check_id(value: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"{what} is a positive integer, got {value!r}", "invalid_number")
+
+
+def get_pull(client: GitHubClient, repo: str, number: int) -> PullRequest:
+    """``GET /repos/{repo}/pulls/{number}`` parsed strictly (a ghost author is malformed)."""
+    validate_repo_name(repo)
+    _check_id(number, "a pull number")
+    item = client.request("GET", f"repos/{repo}/pulls/{number}", expect=dict)
+    try:
+        return parse_pull_item(item)
+    except Malformed as exc:
+        said = f"cannot read pull #{number} of {repo}: {exc.detail}"
+        raise client.error(GitHubMalformedPayload, said, 200) from None
+
+
+def pull_graph(client: GitHubClient, repo: str, number: int) -> PullGraph:
+    """The GraphQL view of pull ``number`` of ``repo`` (one ``POST /graphql``).
+
+    Errors translate as for every request (GraphQL errors by the client's table: NOT_FOUND
+    is ``not_found``, RATE_LIMITED ``rate_limited``, any other ``malformed_payload``); in
+    addition a ``pullRequest: null`` is ``not_found`` and an unexpected shape
+    ``malformed_payload``.
+    """
+    validate_repo_name(repo)
+    _check_id(number, "a pull number")
+    owner, name = repo.split("/", 1)
+    what = f"pull #{number} of {repo} (GraphQL)"
+    variables = {"owner": owner, "name": name, "number": number}
+    data = client.graphql(_PULL_GRAPH_QUERY, variables, what=what)
+    repository = data.get("repository")
+    pull = repository.get("pullRequest") if isinstance(repository, dict) else None
+    if pull is None:
+        raise client.error(GitHubNotFound, f"{what}: no such pull request", 200)
+    try:
+        return _parse_pull_graph(pull)
+    except Malformed as exc:
+        said = f"cannot read {what}: {exc.detail}"
+        raise client.error(GitHubMalformedPayload, said, 200) from None
+
+
+def _parse_pull_graph(item: Any) -> PullGraph:
+    if not isinstance(item, dict):
+        raise Malformed(MALFORMED_PAYLOAD, "pullRequest is not an object")
+    where = "pullRequest."
+    head_repo = optional_field(item, "headRepository", dict, where)
+    auto = optional_field(item, "autoMergeRequest", dict, where)
+    enabled = None if auto is None else optional_field(auto, "enabledAt", str, "autoMergeRequest.")
+    method = None if auto is None else optional_field(auto, "mergeMethod", str, "autoMergeRequest.")
+    return PullGraph(
+        number=get_field(item, "number", int, where),
+        state=get_field(item, "state", str, where),
+        is_draft=get_field(item, "isDraft", bool, where),
+        is_cross_repository=get_field(item, "isCrossRepository", bool, where),
+        head_repository=None
+        if head_repo is None
+        else get_field(head_repo, "nameWithOwner", str, "headRepository."),
+        review_decision=optional_field(item, "reviewDecision", str, where),
+        auto_merge_enabled_at=parse_time(enabled, "enabledAt"),
+        auto_merge_method=None if auto is None else method or "MERGE",
+        merge_state_status=optional_field(item, "mergeStateStatus", str, where),
+        head_ref_oid=get_field(item, "headRefOid", str, where),
+        head_ref_name=get_field(item, "headRefName", str, where),
+        base_ref_name=get_field(item, "baseRefName", str, where),
+        url=get_field(item, "url", str, where),
+    )
+
+
+def compare(client: GitHubClient, repo: str, base: str, head: str) -> Comparison:
+    """``GET /repos/{repo}/compare/{base}...{head}``: how far head is ahead/behind base."""
+    validate_repo_name(repo)
+    for side in (base, head):
+        if not side or ".." in side or any(c.isspace() for c in side):
+            raise InvalidInput(f"a compare side is a ref or sha, got {side!r}", "invalid_ref")
+    spec = quote(f"{base}...{head}", safe="/:.")
+    body = client.request("GET", f"repos/{repo}/compare/{spec}", expect=dict)
+    try:
+        return Comparison(
+            ahead_by=get_field(body, "ahead_by", int, ""),
+            behind_by=get_field(body, "behind_by", int, ""),
+            status=get_field(body, "status", str, ""),
+        )
+    except Malformed as exc:
+        said = f"cannot read compare {base}...{head} of {repo}: {exc.detail}"
+        raise client.error(GitHubMalformedPayload, said, 200) from None
+
+
+def get_comment(
+    client: GitHubClient, repo: str, comment_id: int, kind: str = "issue"
+) -> dict[str, Any]:
+    """One comment as GitHub returns it: ``GET /repos/{repo}/issues/comments/{id}``
+    (``kind="issue"``) or ``/pulls/comments/{id}`` (``kind="diff"``).
+
+    Unconditional (no ETag). Errors translate as for every request (a missing
+    comment is ``not_found``); a body that is not a JSON object is ``malformed_payload``.
+    """
+    validate_repo_name(repo)
+    _check_id(comment_id, "a comment id")
+    if kind not in _COMMENT_PATHS:
+        raise InvalidInput(f"a comment kind is 'issue' or 'diff', got {kind!r}", "invalid_kind")
+    return client.request("GET", f"repos/{repo}/{_COMMENT_PATHS[kind]}/{comment_id}", expect=dict)
+
+
+def post_issue_comment(client: GitHubClient, repo: str, number: int, body: str) -> dict[str, Any]:
+    """``POST /repos/{repo}/issues/{number}/comments`` with ``body``; returns the
+    created comment (GitHub answers 201). Never conditional, never retried: a
+    failure raises :class:`~engine.github.GitHubError` with the same reasons as a read."""
+    validate_repo_name(repo)
+    _check_id(number, "an issue number")
+    if not isinstance(body, str) or not body:
+        raise InvalidInput("a comment body is a non-empty string", "invalid_body")
+    path = f"repos/{repo}/issues/{number}/comments"
+    return client.request("POST", path, body={"body": body}, expect=dict)
