@@ -199,8 +199,9 @@ def _stdin_file(data: bytes | None) -> IO[bytes] | None:
 
 
 def _spawn(spec: ChildSpec) -> subprocess.Popen[bytes]:
-    stdin = _stdin_file(spec.stdin)
+    stdin: IO[bytes] | None = None
     try:
+        stdin = _stdin_file(spec.stdin)
         return subprocess.Popen(
             list(spec.argv),
             executable=spec.executable,
@@ -291,21 +292,28 @@ def supervise(
     ``cancel`` is looked at every :data:`POLL_SECONDS`.
     """
     process = _spawn(spec)
-    pipes = _Pipes(process, spec)
+    pipes: _Pipes | None = None
     try:
+        pipes = _Pipes(process, spec)
         if on_spawn is not None:
             on_spawn(process.pid)
         ending = _watch(process, pipes, spec, cancel)
     finally:
-        # Also when on_spawn raises (or on KeyboardInterrupt): nothing is left behind.
+        # Also when on_spawn raises (or on KeyboardInterrupt, or no selector could be
+        # made): nothing is left behind.
         _signal_group(process.pid, signal.SIGKILL)
         if process.returncode is None:
             try:
                 process.wait(timeout=_REAP_SECONDS)
             except subprocess.TimeoutExpired:
                 pass
-        pipes.final_drain()
-        pipes.close()
+        if pipes is not None:
+            pipes.final_drain()
+            pipes.close()
+        else:
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
     return ChildResult(
         pid=process.pid,
         returncode=process.returncode,
