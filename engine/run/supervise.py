@@ -132,8 +132,18 @@ class _Capture:
         return Output(bytes(self.kept), self.total)
 
 
+def _exit_fd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux pidfd); None where
+    there is none, and the exit is then found by polling."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 class _Pipes:
-    """stdout and stderr of one child, read without blocking behind one selector."""
+    """stdout and stderr of one child, read without blocking behind one selector, which
+    also watches for the leader's exit where the system can."""
 
     def __init__(self, process: subprocess.Popen[bytes], spec: ChildSpec) -> None:
         assert process.stdout is not None and process.stderr is not None
@@ -143,10 +153,26 @@ class _Pipes:
         for pipe, capture in zip(self._files, self.captures, strict=True):
             os.set_blocking(pipe.fileno(), False)
             self._selector.register(pipe.fileno(), selectors.EVENT_READ, capture)
+        self._exit_fd = _exit_fd(process.pid)
+        if self._exit_fd is not None:
+            self._selector.register(self._exit_fd, selectors.EVENT_READ, None)
 
     @property
     def open(self) -> bool:
+        """True while a pipe has not reached end-of-file."""
+        return any(key.data is not None for key in self._selector.get_map().values())
+
+    @property
+    def watching(self) -> bool:
+        """True while :meth:`pump` has something to wait for."""
         return bool(self._selector.get_map())
+
+    def exit_seen(self) -> None:
+        """Stop watching for the exit once it is known (the pidfd stays readable)."""
+        if self._exit_fd is not None:
+            self._selector.unregister(self._exit_fd)
+            os.close(self._exit_fd)
+            self._exit_fd = None
 
     def _read(self, fd: int, capture: _Capture) -> bool:
         """One chunk from ``fd``; False when nothing was there (or the pipe ended)."""
@@ -163,18 +189,23 @@ class _Pipes:
         return True
 
     def pump(self, timeout: float) -> None:
-        """Wait up to ``timeout`` for output and read one chunk of each ready pipe."""
+        """Wait up to ``timeout`` for output or the exit; read one chunk of each ready
+        pipe."""
         for key, _ in self._selector.select(timeout=timeout):
-            self._read(key.fd, key.data)
+            if key.data is not None:
+                self._read(key.fd, key.data)
 
     def final_drain(self) -> None:
         """Read what is already buffered, a bounded amount, without waiting."""
         for key in list(self._selector.get_map().values()):
+            if key.data is None:
+                continue
             for _ in range(_FINAL_DRAIN_CHUNKS):
                 if not self._read(key.fd, key.data):
                     break
 
     def close(self) -> None:
+        self.exit_seen()
         self._selector.close()
         for pipe in self._files:
             pipe.close()
@@ -269,7 +300,9 @@ def _watch(
 ) -> Ending:
     watch = _Watch(process, spec, cancel)
     while not watch.step(time.monotonic(), pipes.open):
-        if pipes.open:
+        if watch.exited_at is not None:
+            pipes.exit_seen()
+        if pipes.watching:
             pipes.pump(POLL_SECONDS)
             continue
         try:

@@ -4,6 +4,7 @@ failures, cancel, and nothing of the group left behind."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import threading
@@ -139,3 +140,21 @@ def test_an_on_spawn_error_kills_the_group_and_propagates() -> None:
     with pytest.raises(RuntimeError):
         supervise(spec("sleep 60"), on_spawn=fail)
     assert seen and eventually_gone(seen[0])
+
+
+def test_no_descriptor_is_left_open_on_any_path(tmp_path: Path) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def fail(pid: int) -> None:
+        raise RuntimeError("on_spawn failed")
+
+    before = open_fds()
+    for _ in range(5):
+        supervise(spec("echo out; echo err >&2", stdin=b"data"))
+        supervise(spec("sleep 60", timeout_seconds=0.05, kill_grace_seconds=0.05))
+        with pytest.raises(SpawnFailed):
+            supervise(spec("", argv=["nope"], executable=str(tmp_path / "nope"), stdin=b"x"))
+        with pytest.raises(RuntimeError):
+            supervise(spec("sleep 60"), on_spawn=fail)
+    assert open_fds() == before
