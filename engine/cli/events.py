@@ -1,6 +1,6 @@
 """``li schedule events``: the decisions github_poll passes took per event.
 
-Registered onto :data:`engine.cli.app.schedule_app` when :mod:`engine.cli.app` is imported.
+Registered onto ``li schedule`` by :mod:`engine.cli.app`.
 The ``--json`` form is a public interface (docs/cli.md): other programs (the wrapper's
 ``explain``) read the engine's side of a pull request through it, never its tables.
 """
@@ -11,21 +11,11 @@ from datetime import timedelta
 
 import typer
 
-from engine.cli.app import (
-    emit_json,
-    github_schedule,
-    guarded,
-    iso,
-    open_store,
-    schedule_app,
-    settings,
-    table,
-)
+from engine.cli.common import emit_json, github_schedule, guarded, iso, open_store, settings, table
 from engine.durations import MAX_DURATION_SECONDS, parse_duration
 from engine.poll.decisions import list_decisions
 
 
-@schedule_app.command("events")
 def schedule_events(
     name: str = typer.Argument(..., help="A github_poll schedule."),
     pr: int | None = typer.Option(None, "--pr", min=1, help="Only this pull request."),

@@ -11,7 +11,8 @@ Lifecycle (docs/engine.md has the long form):
 2. Run: one APScheduler job per enabled schedule, timed at its ``next_fire_at``. A job
    only *tries* to fire: the database claim decides (lease + due check), so several
    engines on PostgreSQL never fire one occurrence twice. A sync job re-reads the
-   timetable when another process changed it; a heartbeat job refreshes our row.
+   timetable when another process changed it; a heartbeat job refreshes our row. The
+   timing lives in :mod:`engine.run.timer`; this module is the process around it.
 3. Stop (SIGTERM/SIGINT): take no new work, hand claimed events that have not launched
    back in one transaction (re-offered on the next pass), give running actions
    ``shutdown_grace`` (``--drain-timeout``) to finish, then terminate them; they are
@@ -30,16 +31,13 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, wait
 from concurrent.futures import ThreadPoolExecutor as FuturesPool
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 
-from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.date import DateTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 
 from engine.config import Settings
 from engine.errors import LiError
@@ -50,19 +48,13 @@ from engine.run.actions import execute_claim, fire_schedule
 from engine.run.metrics import record_poll
 from engine.run.presence import EngineLock
 from engine.run.runbook import RunBook
+from engine.run.timer import HEARTBEAT_JOB_ID, RECOVERY_JOB_ID, SYNC_JOB_ID, Timer
 from engine.store import db as dbmod
 from engine.store.models import RunStatus, ScheduleRun, TriggerType
 from engine.store.pollstore import PollStore
-from engine.store.retrying import Backoff
 from engine.store.store import Claim, FinishedRun, Store
 
 log = logging.getLogger(__name__)
-
-# A missed timer (the process was busy or asleep) still fires up to this late.
-MISFIRE_GRACE_SECONDS = 3600
-SYNC_JOB_ID = "__sync__"
-HEARTBEAT_JOB_ID = "__heartbeat__"
-RECOVERY_JOB_ID = "__recovery__"
 
 
 class Engine:
@@ -91,14 +83,10 @@ class Engine:
         self.errors: collections.deque[str] = collections.deque(maxlen=10)
         self._lock: EngineLock | None = None
         self._stopping = threading.Event()
-        self._inflight: dict[int, threading.Event] = {}
-        self._inflight_lock = threading.Lock()
-        self._scheduler: BackgroundScheduler | None = None
-        self._fingerprint: tuple[Any, ...] | None = None
+        self._inflight = _Inflight()
         self.recovered: list[ScheduleRun] = []
         self.book = RunBook()
-        # Waits on a schedule another engine holds back off, with jitter (no busy loop).
-        self._backoff = Backoff(initial=1.0, maximum=30.0)
+        self._timer = Timer(settings, store, self.fire, self._stopping, self._record_error)
 
     # -- start and stop -------------------------------------------------------------
 
@@ -201,10 +189,6 @@ class Engine:
         if trigger_type == TriggerType.GITHUB_POLL:
             self.poll(schedule_id)
             return None
-        cancel = threading.Event()
-        token = id(cancel)
-        with self._inflight_lock:
-            self._inflight[token] = cancel
         claimed: list[int] = []
 
         def note(claim: Claim) -> None:
@@ -213,25 +197,24 @@ class Engine:
             if on_claimed is not None:
                 on_claimed(claim)
 
-        try:
-            with self._slots:
-                return fire_schedule(
-                    self.store,
-                    self.settings,
-                    schedule_id,
-                    self.engine_id,
-                    cancel=cancel,
-                    on_claimed=note,
-                    finish=self._finish,
-                )
-        except Exception as exc:
-            self._record_error(f"fire of schedule {schedule_id}", exc)
-            return None
-        finally:
-            for run_id in claimed:
-                self.book.ended(run_id)
-            with self._inflight_lock:
-                self._inflight.pop(token, None)
+        with self._inflight.track() as cancel:
+            try:
+                with self._slots:
+                    return fire_schedule(
+                        self.store,
+                        self.settings,
+                        schedule_id,
+                        self.engine_id,
+                        cancel=cancel,
+                        on_claimed=note,
+                        finish=self._finish,
+                    )
+            except Exception as exc:
+                self._record_error(f"fire of schedule {schedule_id}", exc)
+                return None
+            finally:
+                for run_id in claimed:
+                    self.book.ended(run_id)
 
     def _finish(self, run_id: int, result: FinishedRun) -> None:
         self.book.finish(self.store, run_id, result, self.engine_id)
@@ -269,7 +252,7 @@ class Engine:
             return False
         future = self._event_pool.submit(self._run_event, claim)
         with self._event_futures_lock:
-            if self._scheduler is not None:
+            if self._timer.scheduler is not None:
                 # As a daemon nobody collects results: keep only what is still running.
                 self._event_futures = [f for f in self._event_futures if not f.done()]
             self._event_futures.append(future)
@@ -279,39 +262,39 @@ class Engine:
         with self._slots:
             if self.book.take_pending(claim.run_id) is None:
                 return None  # handed back by a stop before it got a slot
-            cancel = threading.Event()
-            token = id(cancel)
-            with self._inflight_lock:
-                self._inflight[token] = cancel
             attempts = [claim.run_id]
-            try:
-                # Its outcome goes through the run book: never raises for the write.
-                execute_claim(
-                    self.store,
-                    self.settings,
-                    claim,
-                    self.engine_id,
-                    cancel=cancel,
-                    finish=self._finish,
-                    on_attempt=attempts.append,
-                )
-            except Exception as exc:
-                self._record_error(f"event run {attempts[-1]} of {claim.schedule_name}", exc)
-                self._finish(
-                    attempts[-1],
-                    FinishedRun(
-                        status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)
-                    ),
-                )
-                return None
-            finally:
-                self.book.ended(claim.run_id)
-                with self._inflight_lock:
-                    self._inflight.pop(token, None)
+            with self._inflight.track() as cancel:
+                if not self._execute(claim, cancel, attempts):
+                    return None
         try:
             return self.store.get_run(attempts[-1])
         except LiError:
             return None
+
+    def _execute(self, claim: Claim, cancel: threading.Event, attempts: list[int]) -> bool:
+        """One claimed event to its end; False when an error ended it (recorded as the
+        last attempt's end)."""
+        try:
+            # Its outcome goes through the run book: never raises for the write.
+            execute_claim(
+                self.store,
+                self.settings,
+                claim,
+                self.engine_id,
+                cancel=cancel,
+                finish=self._finish,
+                on_attempt=attempts.append,
+            )
+        except Exception as exc:
+            self._record_error(f"event run {attempts[-1]} of {claim.schedule_name}", exc)
+            self._finish(
+                attempts[-1],
+                FinishedRun(status=RunStatus.FAILED, reason="engine_error", stderr_tail=str(exc)),
+            )
+            return False
+        finally:
+            self.book.ended(claim.run_id)
+        return True
 
     def _release_pending(self) -> None:
         try:
@@ -348,88 +331,9 @@ class Engine:
 
     # -- the daemon -----------------------------------------------------------------
 
-    def _job_kwargs(self, trigger_type: str) -> dict[str, Any]:
-        # Overlap is decided by the database lease, not by APScheduler: an instance
-        # skipped by max_instances would leave the schedule un-timed and unrecorded.
-        polls = trigger_type == TriggerType.GITHUB_POLL
-        return {
-            "misfire_grace_time": MISFIRE_GRACE_SECONDS,
-            "coalesce": True,
-            "max_instances": self.settings.max_concurrent_actions,
-            "executor": "polls" if polls else "actions",
-            "replace_existing": True,
-        }
-
-    def _time_job(self, schedule_id: int, next_fire_at: datetime | None, trigger_type: str) -> None:
-        scheduler = self._scheduler
-        if scheduler is None or self._stopping.is_set():
-            return
-        job_id = str(schedule_id)
-        if next_fire_at is None:
-            if scheduler.get_job(job_id) is not None:
-                scheduler.remove_job(job_id)
-            return
-        run_at = max(next_fire_at, datetime.now(UTC))
-        job = scheduler.get_job(job_id)
-        if job is not None and job.next_run_time == run_at:
-            return
-        scheduler.add_job(
-            self._fire_job,
-            trigger=DateTrigger(run_date=run_at, timezone=UTC),
-            id=job_id,
-            args=[schedule_id, trigger_type],
-            **self._job_kwargs(trigger_type),
-        )
-
-    def _fire_job(self, schedule_id: int, trigger_type: str) -> None:
-        def retime(claim: Claim) -> None:
-            timing = self.store.timing_of(claim.schedule_id)
-            if timing is not None:
-                self._time_job(claim.schedule_id, *timing)
-
-        run = self.fire(schedule_id, on_claimed=retime, trigger_type=trigger_type)
-        if run is None or run.status == "refused":
-            # A poll pass, or not ours (another engine fired it, or it was edited):
-            # follow the table.
-            try:
-                timing = self.store.timing_of(schedule_id)
-                if timing is None:
-                    self._time_job(schedule_id, None, trigger_type)
-                    return
-                next_fire_at, kind = timing
-                if next_fire_at is not None and next_fire_at <= datetime.now(UTC):
-                    # Still due: another engine holds it (a slow poll, a long run).
-                    # Back off with jitter instead of retrying at once.
-                    delay = self._backoff.next_delay(schedule_id)
-                    next_fire_at = datetime.now(UTC) + timedelta(seconds=delay)
-                else:
-                    self._backoff.reset(schedule_id)
-                self._time_job(schedule_id, next_fire_at, kind)
-            except Exception as exc:
-                self._record_error(f"re-timing schedule {schedule_id}", exc)
-        else:
-            self._backoff.reset(schedule_id)
-
     def sync(self, force: bool = False) -> None:
         """Rebuild the timer from the database when anything changed there."""
-        if self._stopping.is_set():
-            return
-        try:
-            fingerprint = self.store.fingerprint()
-            if not force and fingerprint == self._fingerprint:
-                return
-            self._fingerprint = fingerprint
-            table = self.store.timetable()
-            scheduler = self._scheduler
-            if scheduler is None:
-                return
-            for job in scheduler.get_jobs():
-                if job.id.isdigit() and int(job.id) not in table:
-                    scheduler.remove_job(job.id)
-            for schedule_id, (next_fire_at, trigger_type) in table.items():
-                self._time_job(schedule_id, next_fire_at, trigger_type)
-        except Exception as exc:
-            self._record_error("sync", exc)
+        self._timer.sync(force)
 
     def _heartbeat(self) -> None:
         try:
@@ -454,45 +358,19 @@ class Engine:
         except Exception as exc:
             self._record_error("recovery", exc)
 
+    @property
+    def _scheduler(self) -> BackgroundScheduler | None:
+        """The running APScheduler (None unless :meth:`run_forever` is running)."""
+        return self._timer.scheduler
+
     def run_forever(self, stop: threading.Event | None = None) -> None:
         """Run until ``stop`` is set or :meth:`request_stop` is called; then drain."""
-        scheduler = BackgroundScheduler(
-            timezone=UTC,
-            executors={
-                "actions": ThreadPoolExecutor(self.settings.max_concurrent_actions),
-                "polls": ThreadPoolExecutor(2),
-                "default": ThreadPoolExecutor(2),
-                "upkeep": ThreadPoolExecutor(1),
-            },
-        )
-        self._scheduler = scheduler
-        scheduler.start()
+        scheduler = self._timer.start()
         self.sync(force=True)
-        scheduler.add_job(
-            self.sync,
-            IntervalTrigger(seconds=self.settings.sync_interval_seconds),
-            id=SYNC_JOB_ID,
-            coalesce=True,
-            max_instances=1,
-            misfire_grace_time=None,
-        )
-        scheduler.add_job(
-            self._heartbeat,
-            IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
-            id=HEARTBEAT_JOB_ID,
-            coalesce=True,
-            max_instances=1,
-            misfire_grace_time=None,
-        )
-        scheduler.add_job(
-            self._recover,
-            IntervalTrigger(seconds=self.settings.heartbeat_interval_seconds),
-            id=RECOVERY_JOB_ID,
-            executor="upkeep",
-            coalesce=True,
-            max_instances=1,
-            misfire_grace_time=None,
-        )
+        heartbeat = self.settings.heartbeat_interval_seconds
+        self._timer.every(SYNC_JOB_ID, self.sync, self.settings.sync_interval_seconds)
+        self._timer.every(HEARTBEAT_JOB_ID, self._heartbeat, heartbeat)
+        self._timer.every(RECOVERY_JOB_ID, self._recover, heartbeat, executor="upkeep")
         log.info("engine %s running", self.engine_id)
         while not self._stopping.is_set():
             if stop is not None and stop.is_set():
@@ -500,16 +378,6 @@ class Engine:
                 break
             self._stopping.wait(0.2)
         self._drain(scheduler)
-
-    def _inflight_count(self) -> int:
-        with self._inflight_lock:
-            return len(self._inflight)
-
-    def _wait_for_inflight(self, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while self._inflight_count() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return self._inflight_count() == 0
 
     def _drain(self, scheduler: BackgroundScheduler) -> None:
         # shutdown(wait=True) would hold APScheduler's job-store lock while waiting for
@@ -519,11 +387,47 @@ class Engine:
         scheduler.shutdown(wait=False)
         # Claimed but not launched: back to the queue, in one transaction.
         self._release_pending()
-        if not self._wait_for_inflight(self.settings.shutdown_grace_seconds):
-            with self._inflight_lock:
-                pending = list(self._inflight.values())
-            log.warning("cancelling %d running action(s) after the shutdown grace", len(pending))
-            for cancel in pending:
-                cancel.set()
-            self._wait_for_inflight(self.settings.kill_grace_seconds + 10)
-        self._scheduler = None
+        if not self._inflight.wait(self.settings.shutdown_grace_seconds):
+            count = self._inflight.cancel_all()
+            log.warning("cancelling %d running action(s) after the shutdown grace", count)
+            self._inflight.wait(self.settings.kill_grace_seconds + 10)
+        self._timer.scheduler = None
+
+
+class _Inflight:
+    """The cancel events of the actions running now, so that a stop can end them."""
+
+    def __init__(self) -> None:
+        self._events: dict[int, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def track(self) -> Iterator[threading.Event]:
+        """A fresh cancel event, known here while the block runs."""
+        cancel = threading.Event()
+        with self._lock:
+            self._events[id(cancel)] = cancel
+        try:
+            yield cancel
+        finally:
+            with self._lock:
+                self._events.pop(id(cancel), None)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._events)
+
+    def wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for every tracked action to end; True when they did."""
+        deadline = time.monotonic() + seconds
+        while self.count() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.count() == 0
+
+    def cancel_all(self) -> int:
+        """Set every tracked cancel event; how many there were."""
+        with self._lock:
+            pending = list(self._events.values())
+        for cancel in pending:
+            cancel.set()
+        return len(pending)

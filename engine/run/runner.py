@@ -14,36 +14,26 @@ returns a :class:`RunOutcome` whose ``status`` is one of:
 - ``refused`` (never launched, pid None): ``command_not_allowlisted``, ``cwd_missing``,
   ``command_not_found``, ``spawn_failed``
 
-Every action runs in its own session and process group. When the leader exits, its
-background children get one second to release stdout/stderr; then the whole group is
-SIGKILLed, so an action's background children never outlive it. A descendant that left
-the group (``setsid``) cannot be killed this way, but it cannot hang the engine either:
-the output readers stop and the pipes are closed.
+The child itself is run by :func:`engine.run.supervise.supervise`: its own session and
+process group, no shell. When the leader exits, its background children get one second
+to release stdout/stderr; then the whole group is SIGKILLed, so an action's background
+children never outlive it. A descendant that left the group (``setsid``) cannot be
+killed this way, but it cannot hang the engine either: the pipes are closed.
 """
 
 from __future__ import annotations
 
 import os
-import selectors
 import shutil
-import signal
-import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from engine.errors import Refused
+from engine.run.supervise import ChildResult, ChildSpec, Ending, SpawnFailed, supervise
 from engine.schedules.spec import check_executable
 from engine.store.models import RunStatus, utcnow
-
-READ_CHUNK_BYTES = 64 * 1024
-POLL_SECONDS = 0.1  # how often the wait loop looks at the cancel event
-DRAIN_AFTER_EXIT_SECONDS = 1.0  # how long background children may hold the pipes
-_REAP_SECONDS = 10.0  # after SIGKILL; only a process stuck in the kernel takes longer
-_READER_JOIN_SECONDS = 2.0
-_FINAL_DRAIN_CHUNKS = 64  # bounds the last read when an escaped writer keeps writing
 
 
 @dataclass(frozen=True)
@@ -94,9 +84,11 @@ def _absolute_search_path(path: str) -> str:
     return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
 
 
-def _refused(reason: str, started_at: datetime, message: str = "") -> RunOutcome:
+def _not_launched(
+    reason: str, started_at: datetime, message: str = "", status: RunStatus = RunStatus.REFUSED
+) -> RunOutcome:
     return RunOutcome(
-        status=RunStatus.REFUSED,
+        status=status,
         reason=reason,
         exit_code=None,
         pid=None,
@@ -107,118 +99,33 @@ def _refused(reason: str, started_at: datetime, message: str = "") -> RunOutcome
     )
 
 
-class _TailReader:
-    """Reads one pipe in a thread, keeping only its last ``limit`` bytes."""
-
-    def __init__(self, fd: int, limit: int, name: str) -> None:
-        self._fd = fd
-        self._limit = limit
-        self._tail = bytearray()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _keep(self, chunk: bytes) -> None:
-        self._tail += chunk
-        excess = len(self._tail) - self._limit
-        if excess > 0:
-            del self._tail[:excess]
-
-    def _run(self) -> None:
-        # Non-blocking reads behind a selector, so stop() is honoured even when a
-        # process outside our group still holds the write end open.
-        os.set_blocking(self._fd, False)
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._fd, selectors.EVENT_READ)
-            final_chunks = 0
-            while True:
-                stopping = self._stop.is_set()
-                if stopping:
-                    final_chunks += 1
-                    if final_chunks > _FINAL_DRAIN_CHUNKS:
-                        return
-                else:
-                    selector.select(timeout=POLL_SECONDS)
-                try:
-                    chunk = os.read(self._fd, READ_CHUNK_BYTES)
-                except BlockingIOError:
-                    if stopping:
-                        return
-                    continue
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                self._keep(chunk)
-
-    def wait(self, timeout: float) -> bool:
-        """True when the pipe reached end-of-file (or the reader stopped) in time."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def stop(self) -> None:
-        """Read what is already buffered, then end the thread."""
-        self._stop.set()
-        if self._thread.ident is not None:
-            self._thread.join(_READER_JOIN_SECONDS)
-
-    def text(self) -> str:
-        return bytes(self._tail).decode("utf-8", errors="replace")
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    # The group may be gone already (ESRCH) or, on some systems, only zombies remain
-    # (EPERM); either way there is nothing left to signal.
+def _resolve(request: RunRequest, started_at: datetime) -> str | RunOutcome:
+    """The executable to start, or the refusal that stops it before any spawn."""
+    command = request.argv[0] if request.argv else ""
     try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        check_executable(command, request.allowlist)
+    except Refused as exc:
+        return _not_launched(exc.reason, started_at, exc.message)
+    if request.cwd is not None and not os.path.isdir(request.cwd):
+        missing = f"working directory {request.cwd} is missing"
+        return _not_launched("cwd_missing", started_at, missing)
+    search_path = _absolute_search_path(request.env.get("PATH", os.defpath))
+    executable = shutil.which(command, path=search_path)
+    if executable is None:
+        return _not_launched(
+            "command_not_found", started_at, f"{command!r} is not on PATH {search_path!r}"
+        )
+    return executable
 
 
-def _terminate(process: subprocess.Popen[bytes], grace_seconds: float) -> None:
-    """SIGTERM the group, wait ``grace_seconds`` for the leader, then SIGKILL the group."""
-    _signal_group(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=max(grace_seconds, 0.0))
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    _signal_group(process.pid, signal.SIGKILL)
-    try:
-        process.wait(timeout=_REAP_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def _wait_for_exit(
-    process: subprocess.Popen[bytes],
-    timeout_seconds: float,
-    grace_seconds: float,
-    cancel: threading.Event | None,
-) -> tuple[RunStatus | None, str | None]:
-    """Wait for the leader; on deadline or cancel terminate it and say which happened."""
-    deadline = time.monotonic() + timeout_seconds
-    while True:
-        if cancel is not None and cancel.is_set():
-            _terminate(process, grace_seconds)
-            return RunStatus.CANCELLED, "engine_shutdown"
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            _terminate(process, grace_seconds)
-            return RunStatus.TIMED_OUT, "deadline_exceeded"
-        try:
-            process.wait(timeout=min(POLL_SECONDS, remaining))
-            return None, None
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _classify(returncode: int | None) -> tuple[RunStatus, str | None]:
-    if returncode == 0:
+def _classify(result: ChildResult) -> tuple[RunStatus, str | None]:
+    if result.ending is Ending.TIMED_OUT:
+        return RunStatus.TIMED_OUT, "deadline_exceeded"
+    if result.ending is Ending.CANCELLED:
+        return RunStatus.CANCELLED, "engine_shutdown"
+    if result.returncode == 0:
         return RunStatus.SUCCEEDED, None
-    if returncode is not None and returncode < 0:
+    if result.returncode is not None and result.returncode < 0:
         return RunStatus.FAILED, "killed_by_signal"
     return RunStatus.FAILED, "nonzero_exit"
 
@@ -248,86 +155,33 @@ def run_action(
     pipes, then the group is SIGKILLed (background children do not outlive the action).
     """
     started_at = utcnow()
-    command = request.argv[0] if request.argv else ""
-    try:
-        check_executable(command, request.allowlist)
-    except Refused as exc:
-        return _refused(exc.reason, started_at, exc.message)
-    if request.cwd is not None and not os.path.isdir(request.cwd):
-        return _refused("cwd_missing", started_at, f"working directory {request.cwd} is missing")
-    search_path = _absolute_search_path(request.env.get("PATH", os.defpath))
-    executable = shutil.which(command, path=search_path)
-    if executable is None:
-        return _refused(
-            "command_not_found", started_at, f"{command!r} is not on PATH {search_path!r}"
-        )
+    executable = _resolve(request, started_at)
+    if isinstance(executable, RunOutcome):
+        return executable
     if cancel is not None and cancel.is_set():
-        return RunOutcome(
-            status=RunStatus.CANCELLED,
-            reason="engine_shutdown",
-            exit_code=None,
-            pid=None,
-            stdout_tail="",
-            stderr_tail="",
-            started_at=started_at,
-            finished_at=utcnow(),
-        )
-    try:
-        process = subprocess.Popen(
-            request.argv,
-            executable=executable,
-            cwd=request.cwd,
-            env=dict(request.env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return _refused(
-            "spawn_failed", started_at, f"cannot start {executable}: {exc.strerror or exc}"
-        )
-    except ValueError as exc:  # e.g. a NUL byte in an argument or in the environment
-        return _refused("spawn_failed", started_at, f"cannot start {executable}: {exc}")
-    assert process.stdout is not None and process.stderr is not None
-    readers = (
-        _TailReader(process.stdout.fileno(), request.tail_bytes, f"stdout-{process.pid}"),
-        _TailReader(process.stderr.fileno(), request.tail_bytes, f"stderr-{process.pid}"),
+        return _not_launched("engine_shutdown", started_at, status=RunStatus.CANCELLED)
+    spec = ChildSpec(
+        argv=request.argv,
+        executable=executable,
+        env=request.env,
+        cwd=request.cwd,
+        timeout_seconds=request.timeout_seconds,
+        kill_grace_seconds=request.kill_grace_seconds,
+        stdout_limit=request.tail_bytes,
+        stderr_limit=request.tail_bytes,
     )
-    status: RunStatus | None = None
-    reason: str | None = None
     try:
-        for reader in readers:
-            reader.start()
-        if on_spawn is not None:
-            on_spawn(process.pid)
-        status, reason = _wait_for_exit(
-            process, request.timeout_seconds, request.kill_grace_seconds, cancel
-        )
-        drain_deadline = time.monotonic() + DRAIN_AFTER_EXIT_SECONDS
-        for reader in readers:
-            reader.wait(max(drain_deadline - time.monotonic(), 0.0))
-    finally:
-        # Also runs when on_spawn raises (or on KeyboardInterrupt): nothing is left behind.
-        _signal_group(process.pid, signal.SIGKILL)
-        if process.returncode is None:
-            try:
-                process.wait(timeout=_REAP_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
-        for reader in readers:
-            reader.stop()
-        process.stdout.close()
-        process.stderr.close()
-    if status is None:
-        status, reason = _classify(process.returncode)
+        result = supervise(spec, on_spawn=on_spawn, cancel=cancel)
+    except SpawnFailed as exc:
+        return _not_launched("spawn_failed", started_at, f"cannot start {executable}: {exc.detail}")
+    status, reason = _classify(result)
     return RunOutcome(
         status=status,
         reason=reason,
-        exit_code=process.returncode,
-        pid=process.pid,
-        stdout_tail=readers[0].text(),
-        stderr_tail=readers[1].text(),
+        exit_code=result.returncode,
+        pid=result.pid,
+        stdout_tail=result.stdout.text(),
+        stderr_tail=result.stderr.text(),
         started_at=started_at,
         finished_at=utcnow(),
     )

@@ -15,12 +15,12 @@ Why it is built this way: docs/decisions.md D16.
 
 A command reviewer runs in the review tree (in a :mod:`wrapper.review.sandbox` when one is
 given) with an environment built by :func:`reviewer_environment` (never a GitHub token;
-git hooks and submodule recursion off), in its own session and process group, with
-stdin from the prompt (or /dev/null when the prompt goes by file). Its stdout is kept up
-to :data:`STDOUT_LIMIT_BYTES` (the *last* bytes, since the verdict comes last) and its
-stderr tail up to
-:data:`STDERR_TAIL_BYTES`. When the leader exits, whatever is left in its process group
-is SIGKILLed.
+git hooks and submodule recursion off), under li's one child supervisor
+(:mod:`engine.run.supervise`): its own session and process group, stdin from the prompt
+(or /dev/null when the prompt goes by file). Its stdout is kept up to
+:data:`STDOUT_LIMIT_BYTES` (the *last* bytes, since the verdict comes last) and its
+stderr tail up to :data:`STDERR_TAIL_BYTES`. When the leader exits, whatever is left in
+its process group is SIGKILLed at once.
 """
 
 from __future__ import annotations
@@ -28,10 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import selectors
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -41,6 +38,7 @@ from typing import Any
 
 import httpx
 
+from engine.run.supervise import ChildResult, ChildSpec, Ending, SpawnFailed, supervise
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, ReviewerTimedOut
 from wrapper.retrying import HttpRetryPolicy, RetryableStatus, call_with_retries, retryable_status
@@ -65,10 +63,6 @@ GIT_SAFETY_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
 }
 
-_READ_CHUNK = 64 * 1024
-_POLL_SECONDS = 0.1
-_DRAIN_AFTER_EXIT_SECONDS = 1.0  # an escaped descendant may hold the pipes open
-_REAP_SECONDS = 10.0
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -184,88 +178,6 @@ def run_reviewer_text(
 # --- command backend -------------------------------------------------------------------
 
 
-class _Capture:
-    """The bounded bytes of one pipe: the last ``limit`` bytes and the total count."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.kept = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.kept += chunk
-        excess = len(self.kept) - self.limit
-        if excess > 0:
-            del self.kept[:excess]
-
-    def text(self) -> str:
-        return bytes(self.kept).decode("utf-8", errors="replace")
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is gone already (or only zombies remain)
-
-
-def _supervise(
-    process: subprocess.Popen[bytes],
-    timeout_seconds: float,
-    grace_seconds: float,
-    stdout: _Capture,
-    stderr: _Capture,
-) -> bool:
-    """Drain both pipes until the leader exits (or the deadline); True when timed out.
-
-    On the deadline the group gets SIGTERM, then SIGKILL after ``grace_seconds``. When
-    the leader has exited, the rest of its group is SIGKILLed and the pipes get
-    :data:`_DRAIN_AFTER_EXIT_SECONDS` to reach end-of-file.
-    """
-    assert process.stdout is not None and process.stderr is not None
-    deadline = time.monotonic() + timeout_seconds
-    terminated_at: float | None = None
-    killed = False
-    exited_at: float | None = None
-    with selectors.DefaultSelector() as selector:
-        for pipe, capture in ((process.stdout, stdout), (process.stderr, stderr)):
-            os.set_blocking(pipe.fileno(), False)
-            selector.register(pipe.fileno(), selectors.EVENT_READ, capture)
-        while True:
-            now = time.monotonic()
-            if exited_at is None and process.poll() is not None:
-                exited_at = now
-                _signal_group(process.pid, signal.SIGKILL)
-            if exited_at is not None:
-                if not selector.get_map() or now >= exited_at + _DRAIN_AFTER_EXIT_SECONDS:
-                    break
-            elif terminated_at is None and now >= deadline:
-                terminated_at = now
-                _signal_group(process.pid, signal.SIGTERM)
-            elif terminated_at is not None and not killed and now >= terminated_at + grace_seconds:
-                killed = True
-                _signal_group(process.pid, signal.SIGKILL)
-            if not selector.get_map():
-                try:
-                    process.wait(timeout=_POLL_SECONDS)
-                except subprocess.TimeoutExpired:
-                    pass
-                continue
-            for key, _ in selector.select(timeout=_POLL_SECONDS):
-                try:
-                    chunk = os.read(key.fd, _READ_CHUNK)
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    chunk = b""
-                if chunk:
-                    key.data.add(chunk)
-                else:
-                    selector.unregister(key.fd)
-    return terminated_at is not None
-
-
 def _resolve_executable(command: str, env: Mapping[str, str]) -> str:
     if "/" in command:
         if not os.path.isabs(command):
@@ -289,14 +201,8 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "(no stderr)"
 
 
-def _run_command(
-    reviewer: CommandReviewer,
-    prompt: str,
-    worktree: Path,
-    env: dict[str, str],
-    grace_seconds: float,
-    sandbox: Sandbox,
-) -> str:
+def _check_command(reviewer: CommandReviewer, worktree: Path, env: Mapping[str, str]) -> str:
+    """The reviewer's executable, once its config and worktree are fit to run."""
     if reviewer.prompt_via == "file" and not any(
         PROMPT_FILE_PLACEHOLDER in arg for arg in reviewer.argv
     ):
@@ -307,10 +213,21 @@ def _run_command(
         )
     if not worktree.is_dir():
         raise ReviewerSpawnError(f"worktree {worktree} is not a directory", "reviewer_spawn_failed")
-    executable = _resolve_executable(reviewer.argv[0], env)
+    return _resolve_executable(reviewer.argv[0], env)
+
+
+def _run_command(
+    reviewer: CommandReviewer,
+    prompt: str,
+    worktree: Path,
+    env: dict[str, str],
+    grace_seconds: float,
+    sandbox: Sandbox,
+) -> str:
+    executable = _check_command(reviewer, worktree, env)
     # The prompt lives in a private directory outside the worktree and is deleted on
-    # every path; in stdin mode it is an open regular file, so a reviewer that never
-    # reads its stdin cannot block us.
+    # every path; in stdin mode the child's stdin is a regular file holding it, so a
+    # reviewer that never reads its stdin cannot block us.
     with tempfile.TemporaryDirectory(prefix="kdev-prompt-") as prompt_dir:
         prompt_path = Path(prompt_dir) / "prompt.md"
         prompt_path.write_text(prompt, encoding="utf-8")
@@ -327,60 +244,53 @@ def _run_command(
             readonly=[prompt_path],
             network=reviewer.network,
         )
-        with open(prompt_path, "rb") as prompt_file:
-            stdin = prompt_file if reviewer.prompt_via == "stdin" else subprocess.DEVNULL
-            try:
-                process = subprocess.Popen(
-                    launch.argv,
-                    executable=launch.executable,
-                    cwd=launch.cwd,
-                    env=launch.env,
-                    stdin=stdin,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    preexec_fn=launch.preexec_fn,
-                )
-            except (OSError, ValueError) as exc:
-                detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-                raise ReviewerSpawnError(
-                    f"cannot start reviewer {executable}: {detail}", "reviewer_spawn_failed"
-                ) from None
-        stdout = _Capture(STDOUT_LIMIT_BYTES)
-        stderr = _Capture(STDERR_TAIL_BYTES)
+        spec = ChildSpec(
+            argv=launch.argv,
+            executable=launch.executable,
+            env=launch.env,
+            cwd=launch.cwd,
+            timeout_seconds=reviewer.timeout_seconds,
+            kill_grace_seconds=grace_seconds,
+            stdout_limit=STDOUT_LIMIT_BYTES,
+            stderr_limit=STDERR_TAIL_BYTES,
+            stdin=prompt.encode("utf-8") if reviewer.prompt_via == "stdin" else None,
+            kill_group_on_exit=True,
+            preexec_fn=launch.preexec_fn,
+        )
         try:
-            timed_out = _supervise(process, reviewer.timeout_seconds, grace_seconds, stdout, stderr)
-        finally:
-            # Also on KeyboardInterrupt: nothing of the reviewer is left behind.
-            _signal_group(process.pid, signal.SIGKILL)
-            if process.returncode is None:
-                try:
-                    process.wait(timeout=_REAP_SECONDS)
-                except subprocess.TimeoutExpired:
-                    pass
-            assert process.stdout is not None and process.stderr is not None
-            process.stdout.close()
-            process.stderr.close()
-    if timed_out:
+            result = supervise(spec)
+        except SpawnFailed as exc:
+            raise ReviewerSpawnError(
+                f"cannot start reviewer {executable}: {exc.detail}", "reviewer_spawn_failed"
+            ) from None
+    return _command_output(reviewer, result)
+
+
+def _command_output(reviewer: CommandReviewer, result: ChildResult) -> str:
+    """The reviewer's stdout, or the error its ending calls for."""
+    if result.ending is not Ending.EXITED:
         raise ReviewerTimedOut(
             f"reviewer {reviewer.argv[0]} passed its {reviewer.timeout_seconds} s timeout; "
             "its process group was killed",
             "reviewer_timed_out",
         )
-    if process.returncode != 0:
-        code = process.returncode
+    code = result.returncode
+    if code != 0:
         how = (
             f"was killed by signal {-code}"
             if code is not None and code < 0
             else (f"exited with code {code}")
         )
         raise ReviewerFailed(
-            f"reviewer {reviewer.argv[0]} {how}: {_last_line(stderr.text())}", "reviewer_failed"
+            f"reviewer {reviewer.argv[0]} {how}: {_last_line(result.stderr.text())}",
+            "reviewer_failed",
         )
-    output = stdout.text()
-    dropped = stdout.total - len(stdout.kept)
-    if dropped > 0:
-        output = f"[kdev: the first {dropped} bytes of reviewer output were dropped]\n{output}"
+    output = result.stdout.text()
+    if result.stdout.dropped > 0:
+        output = (
+            f"[kdev: the first {result.stdout.dropped} bytes of reviewer output were dropped]\n"
+            f"{output}"
+        )
     return output
 
 

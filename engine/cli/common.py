@@ -1,0 +1,176 @@
+"""Shared plumbing of the ``li`` verbs: settings, the store, error mapping, JSON and tables.
+
+Every command body runs inside :func:`guarded`: an error prints one line
+``error: <message> [<reason_code>]`` on stderr and exits with the code of its class
+(docs/cli.md); database engines the command opened are disposed when it ends."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import typer
+from sqlalchemy import Engine as SAEngine
+
+from engine.clikit import guarded as clikit_guarded
+from engine.config import Settings
+from engine.durations import format_duration
+from engine.errors import InvalidInput
+from engine.store import db as dbmod
+from engine.store.models import Schedule, ScheduleRun, TriggerType
+from engine.store.store import Store
+from engine.tables import print_table
+
+EXIT_RUN_NOT_SUCCEEDED = 7
+
+T = TypeVar("T")
+
+
+@dataclass
+class GlobalOptions:
+    """What the root callback was given, for verbs whose defaults depend on it."""
+
+    log_level_given: bool = False
+
+
+GLOBAL_OPTIONS = GlobalOptions()
+
+
+_opened: list[SAEngine] = []
+
+
+def _dispose_opened() -> None:
+    while _opened:
+        _opened.pop().dispose()
+
+
+def guarded(work: Callable[[], T]) -> T:
+    """Run a command body (see :func:`engine.clikit.guarded`); database engines it opened
+    are disposed when it ends."""
+    return clikit_guarded(work, cleanup=_dispose_opened)
+
+
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+def open_store(config: Settings, *, migrate: bool = True) -> Store:
+    """A Store on the configured database. SQLite is upgraded to head on first use;
+    PostgreSQL is never migrated implicitly (``li db upgrade``)."""
+    engine = dbmod.make_engine(config.database_url, create_parent=True)
+    _opened.append(engine)
+    if migrate:
+        if dbmod.is_sqlite(config.database_url):
+            if dbmod.current_revision(engine) != dbmod.head_revision(engine):
+                dbmod.upgrade(engine)
+        else:
+            dbmod.require_head(engine)
+    return Store(engine)
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds").replace("+00:00", "Z") if value else None
+
+
+def emit_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    print_table(headers, rows, typer.get_text_stream("stdout"))
+
+
+def trigger_text(row: Schedule) -> str:
+    if row.trigger_type == TriggerType.CRON:
+        return f"cron {row.cron_expr} {row.timezone or 'UTC'}"
+    if row.trigger_type == TriggerType.INTERVAL:
+        return f"every {format_duration(row.interval_seconds or 0)}"
+    repo = (row.trigger_config or {}).get("repo", "?")
+    return f"github {repo}"
+
+
+def schedule_dict(row: Schedule) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "enabled": row.enabled,
+        "trigger_type": row.trigger_type,
+        "cron": row.cron_expr,
+        "timezone": row.timezone,
+        "interval_seconds": row.interval_seconds,
+        "trigger_config": row.trigger_config,
+        "command": row.command,
+        "args": row.args,
+        "cwd": row.cwd,
+        "timeout_seconds": row.timeout_seconds,
+        "max_runs": row.max_runs,
+        "run_count": row.run_count,
+        "env_passthrough": row.env_passthrough,
+        "retry": {
+            "max_attempts": row.retry_max_attempts,
+            "backoff_seconds": row.retry_backoff_seconds,
+        },
+        "overlap": row.overlap,
+        "managed_by": row.managed_by,
+        "next_fire_at": iso(row.next_fire_at),
+        "last_fire_at": iso(row.last_fire_at),
+        "lease_owner": row.lease_owner,
+        "lease_until": iso(row.lease_until),
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at),
+    }
+
+
+def duration_of(run: ScheduleRun) -> float | None:
+    if run.finished_at is None:
+        return None
+    return round((run.finished_at - run.started_at).total_seconds(), 3)
+
+
+def run_dict(run: ScheduleRun, *, full: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": run.id,
+        "schedule": run.schedule_name,
+        "status": run.status,
+        "reason": run.reason,
+        "exit_code": run.exit_code,
+        "pid": run.pid,
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+        "duration_seconds": duration_of(run),
+        "engine_id": run.engine_id,
+        # One fire, several attempts (a github_poll event re-offered after a loss).
+        "fire_id": run.fire_id or run.id,
+        "attempt": run.attempt,
+        "pr_number": run.pr_number,
+    }
+    if full:
+        data.update(
+            argv=run.argv,
+            trigger_context=run.trigger_context,
+            stdout_tail=run.stdout_tail,
+            stderr_tail=run.stderr_tail,
+        )
+    return data
+
+
+def parse_moment(text: str) -> datetime:
+    """An ISO 8601 moment with a zone (``2026-01-01T12:00:00Z``); ``invalid_value`` else."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"{text!r} is not an ISO 8601 time", "invalid_value") from None
+    if moment.tzinfo is None:
+        raise InvalidInput(f"{text!r} has no timezone (add Z or +00:00)", "invalid_value")
+    return moment.astimezone(UTC)
+
+
+def github_schedule(store: Store, name: str) -> Schedule:
+    row = store.get_schedule(name)
+    if row.trigger_type != TriggerType.GITHUB_POLL:
+        raise InvalidInput(
+            f"{name} is a {row.trigger_type} schedule, not github_poll", "not_github_poll"
+        )
+    return row

@@ -1,0 +1,36 @@
+"""``li db upgrade|current``: the database schema."""
+
+from __future__ import annotations
+
+import typer
+
+from engine.cli.common import emit_json, guarded, open_store, settings
+from engine.store import db as dbmod
+
+
+def db_upgrade() -> None:
+    """Migrate the database to the newest schema."""
+
+    def work() -> None:
+        store = open_store(settings(), migrate=False)
+        dbmod.upgrade(store.engine)
+        typer.echo(f"database at {dbmod.current_revision(store.engine)} (head)")
+
+    guarded(work)
+
+
+def db_current(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Show the schema revision of the database and the newest one."""
+
+    def work() -> None:
+        store = open_store(settings(), migrate=False)
+        current, head = dbmod.current_revision(store.engine), dbmod.head_revision(store.engine)
+        if as_json:
+            emit_json({"current": current, "head": head, "up_to_date": current == head})
+            return
+        state = "head" if current == head else "behind: run `li db upgrade`"
+        typer.echo(f"{current or 'blank'} ({state}; newest {head})")
+
+    guarded(work)
