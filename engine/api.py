@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import DatabaseError, InvalidInput
+from engine.jsonable import as_json
 from engine.timefmt import iso_utc_or_none
 
 if TYPE_CHECKING:
@@ -116,16 +117,7 @@ class PrRun:
     pr_number: int | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "schedule": self.schedule,
-            "status": self.status,
-            "reason": self.reason,
-            "exit_code": self.exit_code,
-            "started_at": iso_utc_or_none(self.started_at),
-            "finished_at": iso_utc_or_none(self.finished_at),
-            "pr_number": self.pr_number,
-        }
+        return as_json(self)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ _EXPECTED = {
     "LI_SHUTDOWN_GRACE": "a non-negative number of seconds",
     "LI_SYNC_INTERVAL": "a non-negative number of seconds",
     "LI_GITHUB_TIMEOUT": "a non-negative number of seconds",
+    "LI_RUNS_KEEP_DAYS": "a whole number of days, at least 1",
+    "LI_RUNS_KEEP_PER_SCHEDULE": "a whole number, 0 or more",
 }
 
 
@@ -105,6 +107,12 @@ class Settings(BaseSettings):
     )
     github_timeout_seconds: float = Field(30.0, ge=0, validation_alias=_env("LI_GITHUB_TIMEOUT"))
     github_requests_per_minute: int = Field(600, ge=1, validation_alias=_env("LI_GITHUB_RATE"))
+    # Retention of run rows and poll claims (engine.store.retention, docs/operations.md).
+    runs_keep_days: int = Field(30, ge=1, validation_alias=_env("LI_RUNS_KEEP_DAYS"))
+    runs_keep_per_schedule: int = Field(
+        1000, ge=0, validation_alias=_env("LI_RUNS_KEEP_PER_SCHEDULE")
+    )
+    retention_interval_seconds: float = 3600.0
 
     @classmethod
     def settings_customise_sources(

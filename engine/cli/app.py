@@ -69,6 +69,7 @@ def main(
 
 db_app.command("upgrade")(db.db_upgrade)
 db_app.command("current")(db.db_current)
+db_app.command("prune")(db.db_prune)
 
 schedule_app.command("add")(schedule_add.schedule_add)
 schedule_app.command("list")(schedule_show.schedule_list)

@@ -23,6 +23,7 @@ from engine.store import db as dbmod
 from engine.store.models import Schedule, ScheduleRun, TriggerType
 from engine.store.store import Store
 from engine.tables import print_table
+from engine.timefmt import iso_utc_or_none
 
 EXIT_RUN_NOT_SUCCEEDED = 7
 
@@ -72,7 +73,7 @@ def open_store(config: Settings, *, migrate: bool = True) -> Store:
 
 
 def iso(value: datetime | None) -> str | None:
-    return value.isoformat(timespec="seconds").replace("+00:00", "Z") if value else None
+    return iso_utc_or_none(value)
 
 
 def emit_json(value: Any) -> None:

@@ -1,4 +1,4 @@
-"""``li db upgrade|current``: the database schema."""
+"""``li db upgrade|current|prune``: the database schema and its retention."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import typer
 
 from engine.cli.common import emit_json, guarded, open_store, settings
 from engine.store import db as dbmod
+from engine.store.retention import RunRetention, prune
 
 
 def db_upgrade() -> None:
@@ -32,5 +33,25 @@ def db_current(
             return
         state = "head" if current == head else "behind: run `li db upgrade`"
         typer.echo(f"{current or 'blank'} ({state}; newest {head})")
+
+    guarded(work)
+
+
+def db_prune(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Prune old runs and poll claims now (the engine also does it hourly)."""
+
+    def work() -> None:
+        config = settings()
+        store = open_store(config)
+        policy = RunRetention(
+            keep_days=config.runs_keep_days, keep_per_schedule=config.runs_keep_per_schedule
+        )
+        done = prune(store.in_transaction, policy, store.clock())
+        if as_json:
+            emit_json(done.to_json())
+            return
+        typer.echo(f"pruned {done.runs} run(s) and {done.claims} claim(s)")
 
     guarded(work)

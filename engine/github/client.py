@@ -19,7 +19,7 @@ wrapper.gh, built on the generic calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -48,6 +48,7 @@ from engine.github.types import (
     SkippedItem,
     validate_repo_name,
 )
+from engine.timefmt import iso_utc
 
 CACHE_KEY_LIMIT = 500
 ETAG_LIMIT = 200
@@ -192,7 +193,7 @@ class GitHubClient(GitHubSession):
         if since is not None:
             if since.tzinfo is None:
                 raise InvalidInput("since must be timezone-aware", "invalid_since")
-            stamp = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            stamp = iso_utc(since)
             params = {"since": stamp, **params}
         url = self._url(f"repos/{repo}/{_FEED_PATHS[kind]}", params)
         key = f"{stable}#{self.token_identity};shape={COMMENT_SHAPE_ID};scope={cache_scope}"

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from engine.errors import InvalidInput
 from engine.github.types import ERROR_CLASSES, RATE_LIMITED
+from engine.timefmt import iso_utc
 
 
 def utcnow() -> datetime:
@@ -117,7 +118,7 @@ class RequestPacer:
             if self._deferred_slot is not None and self._deferred_slot > now:
                 if self._deferred_slot - now > self.max_wait:
                     until = self._deferred_until
-                    stamp = until.strftime("%Y-%m-%dT%H:%M:%SZ") if until else "later"
+                    stamp = iso_utc(until) if until else "later"
                     raise ERROR_CLASSES[self._deferred_reason](
                         f"GitHub requests for this token are paused until {stamp}",
                         retry_after=self._deferred_slot - now,

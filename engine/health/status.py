@@ -22,6 +22,7 @@ from engine.poll.pollpass import page_limit
 from engine.store.models import PollState, Schedule, TriggerType
 from engine.store.pollstore import PollStore
 from engine.store.store import Store
+from engine.timefmt import iso_utc_or_none
 
 COUNTERS = ("polls", "not_modified", "events_seen", "dispatched", "excluded", "held")
 
@@ -67,7 +68,7 @@ def _losses_json(losses: LossCounts | None) -> dict[str, int] | None:
 
 
 def _iso(value: datetime | None) -> str | None:
-    return value.isoformat(timespec="seconds").replace("+00:00", "Z") if value else None
+    return iso_utc_or_none(value)
 
 
 def facts_for(

@@ -36,8 +36,10 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from engine.errors import InvalidInput
+from engine.jsonable import as_json
 from engine.store.models import PollDecision, ScheduleRun
 from engine.store.store import Store
+from engine.timefmt import iso_utc_or_none
 
 DEFAULT_KEEP_DAYS = 31
 DEFAULT_KEEP_ROWS = 10_000
@@ -119,20 +121,11 @@ class DecisionRow:
     decided_at: datetime
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schedule": self.schedule,
-            "pr_number": self.pr_number,
-            "head_sha": self.head_sha,
-            "occurred_at": _iso(self.occurred_at),
-            "decision": self.decision,
-            "detail": self.detail,
-            "run_id": self.run_id,
-            "decided_at": _iso(self.decided_at),
-        }
+        return as_json(self)
 
 
 def _iso(value: datetime | None) -> str | None:
-    return value.isoformat(timespec="seconds").replace("+00:00", "Z") if value else None
+    return iso_utc_or_none(value)
 
 
 def stored_form(decision: str) -> tuple[str, str | None] | None:

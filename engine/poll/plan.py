@@ -32,6 +32,7 @@ from typing import Any
 
 from engine.github.types import PullRequest, is_same_repo
 from engine.poll.config import GithubPollConfig
+from engine.timefmt import iso_utc_or_none
 
 DEFAULT_OPEN_PAGE_LIMIT = 3
 DEFAULT_MERGED_PAGE_LIMIT = 5
@@ -40,9 +41,7 @@ MAX_REFUSALS = 3
 
 def iso(moment: datetime | None) -> str | None:
     """``2026-01-01T12:00:00Z`` (the form GitHub uses), or None."""
-    if moment is None:
-        return None
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return iso_utc_or_none(moment)
 
 
 def exclusion_reason(pr: PullRequest, config: GithubPollConfig) -> str | None:

@@ -52,8 +52,10 @@ from engine.run.timer import HEARTBEAT_JOB_ID, RECOVERY_JOB_ID, SYNC_JOB_ID, Tim
 from engine.store import db as dbmod
 from engine.store.models import RunStatus, ScheduleRun, TriggerType
 from engine.store.pollstore import PollStore
+from engine.store.retention import Pruned, RunRetention, prune
 from engine.store.store import Claim, FinishedRun, Store
 
+RETENTION_JOB_ID = "__retention__"
 log = logging.getLogger(__name__)
 
 
@@ -358,6 +360,21 @@ class Engine:
         except Exception as exc:
             self._record_error("recovery", exc)
 
+    def prune(self) -> Pruned | None:
+        """Retention (engine.store.retention), hourly in the background; quiet when idle."""
+        policy = RunRetention(
+            keep_days=self.settings.runs_keep_days,
+            keep_per_schedule=self.settings.runs_keep_per_schedule,
+        )
+        try:
+            done = prune(self.store.in_transaction, policy, self.store.clock())
+        except Exception as exc:
+            self._record_error("retention", exc)
+            return None
+        if done.runs or done.claims:
+            log.info("retention pruned %d run(s) and %d claim(s)", done.runs, done.claims)
+        return done
+
     @property
     def _scheduler(self) -> BackgroundScheduler | None:
         """The running APScheduler (None unless :meth:`run_forever` is running)."""
@@ -371,6 +388,8 @@ class Engine:
         self._timer.every(SYNC_JOB_ID, self.sync, self.settings.sync_interval_seconds)
         self._timer.every(HEARTBEAT_JOB_ID, self._heartbeat, heartbeat)
         self._timer.every(RECOVERY_JOB_ID, self._recover, heartbeat, executor="upkeep")
+        retention = self.settings.retention_interval_seconds
+        self._timer.every(RETENTION_JOB_ID, self.prune, retention, executor="upkeep")
         log.info("engine %s running", self.engine_id)
         while not self._stopping.is_set():
             if stop is not None and stop.is_set():

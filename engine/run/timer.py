@@ -77,7 +77,7 @@ class Timer:
         return scheduler
 
     def every(
-        self, job_id: str, work: Callable[[], None], seconds: float, executor: str = "default"
+        self, job_id: str, work: Callable[[], object], seconds: float, executor: str = "default"
     ) -> None:
         """Run ``work`` every ``seconds``; one instance at a time, missed runs coalesced."""
         assert self.scheduler is not None

@@ -28,6 +28,7 @@ from engine.store.core import StoreBase, compute_next_fire
 from engine.store.enums import OverlapPolicy, RunReason, RunStatus
 from engine.store.models import Schedule, ScheduleRun
 from engine.store.recovery import fenced_finish_allowed, resolve_orphans
+from engine.timefmt import iso_utc
 
 TAIL_LIMIT = 4096
 # A lease outlives the action's deadline by this much, so a crashed holder's lease
@@ -100,7 +101,7 @@ def _tail(text: str) -> str:
 
 
 def _stamp(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
+    return iso_utc(moment, timespec="auto")
 
 
 def runs_query(name: str | None, statuses: list[str], limit: int) -> Select[tuple[ScheduleRun]]:

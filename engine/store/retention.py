@@ -23,7 +23,7 @@ engine firing at the same time waits at most one batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -32,6 +32,7 @@ from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
 from engine.errors import InvalidInput
+from engine.jsonable import as_json
 from engine.store.enums import RunStatus
 from engine.store.models import PollClaim, PollState, ScheduleRun, TriggerKey
 
@@ -55,22 +56,6 @@ class RunRetention:
                 "invalid_retention",
             )
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> RunRetention:
-        """``LI_RUNS_KEEP_DAYS`` and ``LI_RUNS_KEEP_PER_SCHEDULE``; bad values raise."""
-        days = _whole(environ, "LI_RUNS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
-        per = _whole(environ, "LI_RUNS_KEEP_PER_SCHEDULE", DEFAULT_KEEP_PER_SCHEDULE)
-        return cls(keep_days=days, keep_per_schedule=per)
-
-
-def _whole(environ: Mapping[str, str], name: str, default: int) -> int:
-    text = environ.get(name, "").strip()
-    if not text:
-        return default
-    if not text.isdigit():
-        raise InvalidInput(f"{name} must be a whole number, got {text!r}", "invalid_retention")
-    return int(text)
-
 
 @dataclass(frozen=True)
 class Pruned:
@@ -80,7 +65,7 @@ class Pruned:
     claims: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {"runs": self.runs, "claims": self.claims}
+        return as_json(self)
 
 
 Transaction = Callable[[Callable[[Session], int]], int]

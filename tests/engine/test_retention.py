@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import random
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+from typer.testing import CliRunner
 
-from engine.errors import InvalidInput
+from engine.cli.app import app
+from engine.config import Settings
+from engine.errors import ConfigError, InvalidInput
 from engine.poll.config import validate_poll_config
+from engine.run.daemon import Engine
 from engine.schedules.spec import ScheduleSpec
 from engine.store import db as dbmod
 from engine.store.enums import RunStatus, TriggerType
@@ -21,7 +27,8 @@ from engine.store.models import PollClaim, ScheduleRun
 from engine.store.pollstore import PollStore
 from engine.store.retention import RunRetention, prune
 from engine.store.store import Store
-from tests.factories import FakeClock, interval_spec
+from tests.enginekit import wait_until
+from tests.factories import FakeClock, interval_spec, settings_for
 
 DAY = timedelta(days=1)
 
@@ -192,18 +199,45 @@ def test_random_claims_at_or_after_the_cursor_all_survive(world: World, seed: in
 
 
 @pytest.mark.parametrize(
-    ("env", "reason"),
-    [
-        ({"LI_RUNS_KEEP_DAYS": "0"}, "invalid_retention"),
-        ({"LI_RUNS_KEEP_DAYS": "ten"}, "invalid_retention"),
-        ({"LI_RUNS_KEEP_PER_SCHEDULE": "-1"}, "invalid_retention"),
-    ],
+    "env",
+    [{"LI_RUNS_KEEP_DAYS": "0"}, {"LI_RUNS_KEEP_DAYS": "ten"}, {"LI_RUNS_KEEP_PER_SCHEDULE": "-1"}],
 )
-def test_bad_retention_settings_are_refused(env: dict[str, str], reason: str) -> None:
-    with pytest.raises(InvalidInput) as caught:
-        RunRetention.from_env(env)
-    assert caught.value.reason == reason
+def test_bad_retention_settings_are_one_line_errors(env: dict[str, str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"LI_DATABASE_URL": "sqlite:///x.db", **env})
+    assert caught.value.reason == "invalid_setting"
+    assert "\n" not in caught.value.message and next(iter(env)) in caught.value.message
 
 
 def test_retention_defaults() -> None:
-    assert RunRetention.from_env({}) == RunRetention(keep_days=30, keep_per_schedule=1000)
+    config = Settings.from_env({"LI_DATABASE_URL": "sqlite:///x.db"})
+    assert (config.runs_keep_days, config.runs_keep_per_schedule) == (30, 1000)
+    with pytest.raises(InvalidInput):
+        RunRetention(keep_days=0)
+
+
+def test_li_db_prune_prunes_what_retention_allows(world: World, db_url: str) -> None:
+    world.store.add_schedule(interval_spec("tick", 60))
+    old = datetime.now(UTC) - 40 * DAY
+    _add_runs(world, "tick", [old] * 5, RunStatus.SUCCEEDED)
+    env = {"LI_DATABASE_URL": db_url, "LI_RUNS_KEEP_PER_SCHEDULE": "2"}
+    result = CliRunner().invoke(app, ["db", "prune", "--json"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {"runs": 3, "claims": 0}
+    again = CliRunner().invoke(app, ["db", "prune"], env=env, catch_exceptions=False)
+    assert again.stdout.strip() == "pruned 0 run(s) and 0 claim(s)"
+
+
+def test_the_engine_prunes_in_the_background(world: World, db_url: str) -> None:
+    world.store.add_schedule(interval_spec("tick", 3600))
+    _add_runs(world, "tick", [world.clock() - 40 * DAY] * 4, RunStatus.SUCCEEDED)
+    settings = settings_for(db_url, runs_keep_per_schedule=1, retention_interval_seconds=0.2)
+    engine = Engine(settings, world.store)
+    stop = threading.Event()
+    thread = threading.Thread(target=engine.run_forever, args=(stop,))
+    thread.start()
+    try:
+        assert wait_until(lambda: _count(world, ScheduleRun) == 1, timeout=20)
+    finally:
+        stop.set()
+        thread.join(30)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.github import GitHubClient, GitHubError
+from engine.jsonable import as_json
 from wrapper.authorloop.feedback import FeedbackReport, collect_feedback
 from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
@@ -33,14 +34,7 @@ class Round:
     carried_heads: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "head_sha": self.head_sha,
-            "patch_id": self.patch_id,
-            "verdict": self.verdict,
-            "reviewed_at": self.reviewed_at,
-            "severe_findings": self.severe_findings,
-            "carried_heads": self.carried_heads,
-        }
+        return as_json(self)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any
 from engine.durations import DAY, parse_duration
 from engine.errors import LiError
 from engine.github import GitHubClient, GitHubError
+from engine.timefmt import iso_utc
 from wrapper.errors import ConfigError
 
 log = logging.getLogger("kdev.watch")
@@ -233,7 +234,7 @@ class PrWatch:
                 events += self._read_checks(runs)
         if self.state.since is not None:
             window: dict[str, str | int] = {
-                "since": self.state.since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "since": iso_utc(self.state.since),
                 "sort": "updated",
                 "direction": "asc",
                 "per_page": 100,

@@ -24,9 +24,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.jsonable import as_json
 from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.ledger import jsonl
-from wrapper.ledger.ledger import Ledger, format_timestamp, parse_timestamp
+from wrapper.ledger.ledger import Ledger, parse_timestamp
 from wrapper.review.review import ReviewReport, ReviewRequest
 
 log = logging.getLogger("kdev.outcomes")
@@ -52,18 +53,7 @@ class OutcomeEntry:
     reopens_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "at": format_timestamp(self.at),
-            "command": self.command,
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "head_sha": self.head_sha,
-            "patch_id": self.patch_id,
-            "verdict": self.verdict,
-            "artifact": self.artifact,
-            "detail": self.detail,
-            "reopens_at": None if self.reopens_at is None else format_timestamp(self.reopens_at),
-        }
+        return as_json(self, timespec="auto")
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OutcomeEntry:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.timefmt import iso_utc
 from wrapper.errors import ConfigError
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
@@ -37,9 +38,7 @@ def utcnow() -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """``moment`` as ISO 8601 in UTC ending in ``Z``; a naive datetime is a ValueError."""
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"{moment!r} has no time zone")
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return iso_utc(moment, timespec="auto")
 
 
 def parse_timestamp(text: str) -> datetime:

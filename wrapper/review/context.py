@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from engine.github import GitHubClient
+from engine.jsonable import as_json
 from wrapper.config import KdevConfig
 from wrapper.errors import Outcome
 from wrapper.leakscan import known_secrets
@@ -51,16 +52,7 @@ class ReviewReport:
     detail: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "outcome": self.outcome.value,
-            "repo": self.repo,
-            "pr": self.pr,
-            "head_sha": self.head_sha,
-            "patch_id": self.patch_id,
-            "verdict": self.verdict,
-            "artifact": self.artifact,
-            "detail": self.detail,
-        }
+        return as_json(self)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.timefmt import iso_utc_or_none
+from engine.jsonable import as_json
 
 
 class UpdateOutcome(enum.StrEnum):
@@ -32,15 +32,7 @@ class UpdateResult:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "pr": self.pr,
-            "head_sha": self.head_sha,
-            "outcome": self.outcome.value,
-            "new_head": self.new_head,
-            "reason": self.reason,
-            "detail": self.detail,
-        }
+        return as_json(self)
 
 
 @dataclass(frozen=True)
@@ -55,14 +47,7 @@ class DigestRow:
     pr_url: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "pr": self.pr,
-            "head_sha": self.head_sha,
-            "verdict_line": self.verdict_line,
-            "artifact": self.artifact,
-            "pr_url": self.pr_url,
-        }
+        return as_json(self)
 
 
 @dataclass(frozen=True)
@@ -79,16 +64,7 @@ class DeferredRow:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "pr": self.pr,
-            "head_sha": self.head_sha,
-            "budget": self.budget,
-            "reopens_at": iso_utc_or_none(self.reopens_at, timespec="auto"),
-            "current": self.current,
-            "retried": self.retried,
-            "detail": self.detail,
-        }
+        return as_json(self, timespec="auto")
 
 
 @dataclass(frozen=True)
@@ -100,7 +76,7 @@ class HealthProblem:
     message: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "subject": self.subject, "message": self.message}
+        return as_json(self)
 
 
 @dataclass
@@ -116,15 +92,7 @@ class RepoReport:
     unreviewed: list[int] = field(default_factory=list)  # open PRs whose head has no verdict
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "error": self.error,
-            "reason": self.reason,
-            "updates": [u.to_json() for u in self.updates],
-            "digest": [d.to_json() for d in self.digest],
-            "deferred": [d.to_json() for d in self.deferred],
-            "unreviewed": list(self.unreviewed),
-        }
+        return as_json(self)
 
 
 @dataclass
