@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import DatabaseError, InvalidInput
 from engine.jsonable import as_json
-from engine.timefmt import iso_utc_or_none
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from yaml.nodes import Node
 
     from engine.health.status import ScheduleHealth
-    from engine.poll.decisions import DecisionRow
     from engine.store.models import ScheduleRun
     from engine.store.store import Store
 
@@ -91,16 +89,7 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         """The ``li schedule events --json`` form."""
-        return {
-            "schedule": self.schedule,
-            "pr_number": self.pr_number,
-            "head_sha": self.head_sha,
-            "occurred_at": iso_utc_or_none(self.occurred_at),
-            "decision": self.decision,
-            "detail": self.detail,
-            "run_id": self.run_id,
-            "decided_at": iso_utc_or_none(self.decided_at),
-        }
+        return as_json(self)
 
 
 @dataclass(frozen=True)
@@ -174,8 +163,7 @@ class LiReader:
         decisions: list[Decision] = []
         runs: list[PrRun] = []
         for schedule in watching:
-            rows = list_decisions(self._store, schedule.name, pr=pr, limit=limit)
-            decisions += [_decision(row) for row in rows]
+            decisions += list_decisions(self._store, schedule.name, pr=pr, limit=limit)
             runs += [_run(run) for run in list_pr_runs(self._store, schedule.name, pr, limit=limit)]
         return PrHistory(tuple(watching), tuple(decisions), tuple(runs))
 
@@ -232,19 +220,6 @@ def _health_row(item: ScheduleHealth) -> ScheduleHealthRow:
         last_poll_at=facts.last_poll_at,
         last_healthy_poll_at=facts.last_healthy_poll_at,
         last_error_reason=facts.last_error_reason,
-    )
-
-
-def _decision(row: DecisionRow) -> Decision:
-    return Decision(
-        schedule=row.schedule,
-        pr_number=row.pr_number,
-        head_sha=row.head_sha,
-        occurred_at=row.occurred_at,
-        decision=row.decision,
-        detail=row.detail,
-        run_id=row.run_id,
-        decided_at=row.decided_at,
     )
 
 

@@ -35,8 +35,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from engine.api import Decision
 from engine.errors import InvalidInput
-from engine.jsonable import as_json
 from engine.store.models import PollDecision, ScheduleRun
 from engine.store.store import Store
 from engine.timefmt import iso_utc_or_none
@@ -107,21 +107,8 @@ class PassDecision(Protocol):
     def run_id(self) -> int | None: ...
 
 
-@dataclass(frozen=True)
-class DecisionRow:
-    """One stored decision, as ``li schedule events --json`` prints it."""
-
-    schedule: str
-    pr_number: int
-    head_sha: str
-    occurred_at: datetime
-    decision: str
-    detail: str | None
-    run_id: int | None
-    decided_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
+# One stored decision is the public engine.api.Decision (one type, not two).
+DecisionRow = Decision
 
 
 def _iso(value: datetime | None) -> str | None:
