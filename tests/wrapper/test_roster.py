@@ -23,6 +23,7 @@ from wrapper.review.roster import (
     parse_configuration,
     read_roster_files,
 )
+from wrapper.review.roster_defaults import DEFAULTS_VERSION
 from wrapper.review.roster_diff import has_blocking_finding, split_diff
 
 ROOT_FILE = """\
@@ -432,3 +433,98 @@ def test_reviewers_for_a_pr_fetch_its_changed_files(tmp_path: Path) -> None:
     files = {f for reviewer in data["reviewers"] for f in reviewer["changed_files"]}
     assert files == {"plugins/x.py"}
     assert data["summary"].startswith("Spawning 6 reviewers")
+
+
+# --- AGENT-REVIEWERS.md as written (issue 18) ---------------------------------------------
+
+MAP_FORM = """\
+# Configuration
+
+```json
+{
+  "defaults_version_checked": "%s",
+  "overlap_acknowledged": {
+    "test-coverage-reviewer": {
+      "overlaps_with": "pr-test-analyzer",
+      "reason": "Different lenses: hard rules against behavioural gaps."
+    },
+    "pci-auditor": {"overlaps_with": ["silent-failure-hunter", "code-reviewer"],
+                    "reason": "PCI wants its own pass"}
+  }
+}
+```
+"""
+
+
+def test_overlap_acknowledged_accepts_the_map_form() -> None:
+    config = build_roster({"AGENT-REVIEWERS.md": MAP_FORM % DEFAULTS_VERSION}, ["a.py"]).config
+    assert config.overlap_acknowledged == (
+        {
+            "reviewers": ["test-coverage-reviewer", "pr-test-analyzer"],
+            "reason": "Different lenses: hard rules against behavioural gaps.",
+        },
+        {
+            "reviewers": ["pci-auditor", "silent-failure-hunter", "code-reviewer"],
+            "reason": "PCI wants its own pass",
+        },
+    )
+    assert config.defaults_version_checked == DEFAULTS_VERSION
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ('{"overlap_acknowledged": {"a": "b"}}', "overlap_acknowledged.a must be an object"),
+        ('{"overlap_acknowledged": {"a": {"reason": "r"}}}', "overlaps_with must name"),
+        ('{"overlap_acknowledged": {"a": {"overlaps_with": "b"}}}', "has no reason"),
+        ('{"overlap_acknowledged": 3}', "must be an array or an object"),
+        ('{"defaults_version_checked": 1}', "must be a version string"),
+    ],
+)
+def test_map_form_and_pin_errors(payload: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build_roster({"AGENT-REVIEWERS.md": config_section(payload)}, ["a.py"])
+    assert caught.value.reason == ROSTER_CONFIG_ERROR and problem in caught.value.message
+
+
+def test_a_lower_guidelines_section_overrides_the_root_one() -> None:
+    files = {
+        "AGENT-REVIEWERS.md": "# Guidelines\n\nRoot rules.\n\n# Project\n\nAbout.\n",
+        "web/AGENT-REVIEWERS.md": "# Guidelines\n\nWeb rules.\n",
+        "docs/AGENT-REVIEWERS.md": "# Style\n\nShort sentences.\n",
+    }
+    roster = build_roster(files, ["web/app.js", "docs/x.md"])
+    contexts = {
+        path: [(s.source, s.title) for s in r.context]
+        for r in roster.reviewers
+        if r.name == "code-reviewer"
+        for path in r.changed_files
+    }
+    # One reviewer (the root default) sees both files: the union of each file's context,
+    # where web's Guidelines replaced the root's for web/ and docs/ kept the root's.
+    [reviewer] = [r for r in roster.reviewers if r.name == "code-reviewer"]
+    titles = [(s.source, s.title) for s in reviewer.context]
+    assert ("web/AGENT-REVIEWERS.md", "Guidelines") in titles
+    assert ("AGENT-REVIEWERS.md", "Project") in titles
+    only_web = build_roster(files, ["web/app.js"]).reviewers[0]
+    assert [(s.source, s.title) for s in only_web.context] == [
+        ("AGENT-REVIEWERS.md", "Project"),
+        ("web/AGENT-REVIEWERS.md", "Guidelines"),
+    ]
+    assert contexts  # the reviewer was assigned files
+
+
+def test_a_stale_defaults_pin_fails_kdev_reviewers_unless_skipped(tmp_path: Path) -> None:
+    (tmp_path / "AGENT-REVIEWERS.md").write_text(MAP_FORM % "0.9.0")
+    args = ["reviewers", "--checkout", str(tmp_path), "--changed-file", "a.py"]
+    stale = CliRunner().invoke(app, args)
+    assert stale.exit_code != 0
+    assert "stale_roster_pin" in stale.output and "'0.9.0'" in stale.output
+    skipped = CliRunner().invoke(app, [*args, "--skip-stale-check", "--json"])
+    assert skipped.exit_code == 0, skipped.output
+    assert json.loads(skipped.stdout)["config"]["defaults_version_checked"] == "0.9.0"
+    assert "warning: AGENT-REVIEWERS.md: # Configuration: defaults_version_checked" in (
+        skipped.stderr
+    )
+    (tmp_path / "AGENT-REVIEWERS.md").write_text(MAP_FORM % DEFAULTS_VERSION)
+    assert CliRunner().invoke(app, args).exit_code == 0

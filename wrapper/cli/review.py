@@ -22,7 +22,8 @@ from wrapper.ledger.outcomes import OutcomeLog, keep_from_env, recorded, secret_
 from wrapper.metrics import count_outcome
 from wrapper.review.patch_id import fetch_pr_refs
 from wrapper.review.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
-from wrapper.review.roster import build_roster, read_roster_files
+from wrapper.review.roster import ROSTER_FILE, build_roster, read_roster_files
+from wrapper.review.roster_config import check_defaults_pin
 
 
 def review_pr_cmd(
@@ -169,6 +170,11 @@ def reviewers_cmd(
     head: str | None = typer.Option(None, "--head", help="Head ref (with --base)."),
     changed: list[str] = typer.Option([], "--changed-file", help="A changed file (repeatable)."),
     as_json: bool = typer.Option(False, "--json"),
+    skip_stale_check: bool = typer.Option(
+        False,
+        "--skip-stale-check",
+        help="Warn instead of failing when defaults_version_checked is not the built-in version.",
+    ),
 ) -> None:
     """Which focused reviewers (defaults + AGENT-REVIEWERS.md) apply to a change."""
 
@@ -187,7 +193,8 @@ def reviewers_cmd(
         elif base is not None and head is not None:
             files += git.changed_files(base, head)
         roster = build_roster(read_roster_files(repo_root), files)
-        for warning in roster.warnings:
+        stale = check_defaults_pin(ROSTER_FILE, roster.config, skip=skip_stale_check)
+        for warning in [*roster.warnings, *([stale] if stale else [])]:
             typer.echo(f"warning: {warning}", err=True)
         if as_json:
             typer.echo(json.dumps(roster.to_json(), indent=2))

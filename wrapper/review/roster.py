@@ -8,7 +8,8 @@ An ``AGENT-REVIEWERS.md`` may sit in any directory. In it:
 
 - every H2 under the ``# Agents`` H1 is a reviewer: its name is the heading text
   (``[A-Za-z0-9][A-Za-z0-9._-]*``), its instructions the body up to the next H1/H2;
-- every other H1 section is *context* handed to the reviewers it applies to;
+- every other H1 section is *context* handed to the reviewers it applies to; a lower
+  directory's ``# Guidelines`` replaces the ones above it instead of adding to them;
 - a ``# Configuration`` H1 in the ROOT file holds exactly one fenced JSON block
   (:func:`parse_configuration`); in any other file it is warned about and ignored.
 
@@ -40,7 +41,7 @@ from wrapper.review.roster_config import (
     RosterConfig,
     parse_configuration,
 )
-from wrapper.review.roster_defaults import DEFAULT_REVIEWERS, markdown_parser
+from wrapper.review.roster_defaults import DEFAULT_REVIEWERS, DEFAULTS_VERSION, markdown_parser
 
 __all__ = [
     "DEFAULT_REVIEWERS",
@@ -150,6 +151,8 @@ class Roster:
             "summary": self.summary,
             "reviewers": [r.to_json() for r in self.reviewers],
             "config": {
+                "defaults_version_checked": self.config.defaults_version_checked,
+                "defaults_version": DEFAULTS_VERSION,
                 "disabled": list(self.config.disabled),
                 "overlap_acknowledged": list(self.config.overlap_acknowledged),
                 "independent_validator": {
@@ -253,6 +256,18 @@ def parse_roster_file(path: str, text: str) -> tuple[RosterFile, list[str]]:
 # --- merging -------------------------------------------------------------------------
 
 
+GUIDELINES = "guidelines"
+
+
+def _add_context(above: list[Section], here: Iterable[Section]) -> list[Section]:
+    """The context of a lower directory added to what applies from above; its
+    ``# Guidelines`` (any case) replaces the Guidelines sections from above."""
+    added = list(here)
+    if any(section.title.strip().lower() == GUIDELINES for section in added):
+        above = [s for s in above if s.title.strip().lower() != GUIDELINES]
+    return above + added
+
+
 def _ancestors(path: str) -> list[str]:
     """The directories of ``path`` from the root ("") down to its own directory."""
     parts = path.split("/")[:-1]
@@ -307,7 +322,7 @@ def build_roster(files: Mapping[str, str], changed: Iterable[str]) -> Roster:
         sections: list[Section] = []
         for directory in _ancestors(path):
             if directory in parsed:
-                sections += parsed[directory].context
+                sections = _add_context(sections, parsed[directory].context)
             for scope, name in candidates:
                 if scope == directory:
                     winners[name] = (scope, name)

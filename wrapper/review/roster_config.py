@@ -1,6 +1,8 @@
 """The ``# Configuration`` block of the root ``AGENT-REVIEWERS.md``: exactly one fenced
-JSON object (``disabled``, ``overlap_acknowledged``, ``independent_validator``).
-Problems are ``ConfigError roster_config_error``; unknown keys are warnings."""
+JSON object (``defaults_version_checked``, ``disabled``, ``overlap_acknowledged``,
+``independent_validator``). Problems are ``ConfigError roster_config_error``; unknown
+keys are warnings. A pin (``defaults_version_checked``) that is not the built-in set's
+version is ``stale_roster_pin`` where :func:`check_defaults_pin` is asked."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wrapper.errors import ConfigError
-from wrapper.review.roster_defaults import DEFAULT_REVIEWERS, markdown_parser
+from wrapper.review.roster_defaults import DEFAULT_REVIEWERS, DEFAULTS_VERSION, markdown_parser
 
 ROSTER_CONFIG_ERROR = "roster_config_error"
+STALE_ROSTER_PIN = "stale_roster_pin"
 UNCERTAIN_ACTIONS = ("post_with_annotation", "post_silently", "drop")
-CONFIG_KEYS = frozenset({"disabled", "overlap_acknowledged", "independent_validator"})
+CONFIG_KEYS = frozenset(
+    {"defaults_version_checked", "disabled", "overlap_acknowledged", "independent_validator"}
+)
 VALIDATOR_KEYS = frozenset({"enabled", "skip_for", "uncertain_action"})
 
 
@@ -33,6 +38,56 @@ class RosterConfig:
     disabled: tuple[str, ...] = ()
     overlap_acknowledged: tuple[dict[str, Any], ...] = ()
     independent_validator: IndependentValidator = field(default_factory=IndependentValidator)
+    defaults_version_checked: str | None = None
+
+
+def check_defaults_pin(path: str, config: RosterConfig, *, skip: bool = False) -> str | None:
+    """Raise ``ConfigError stale_roster_pin`` when the root file pins a version of the
+    built-in reviewers other than :data:`DEFAULTS_VERSION`; with ``skip`` the same
+    problem is returned as a warning instead. None when there is no pin or it is current."""
+    pinned = config.defaults_version_checked
+    if pinned is None or pinned == DEFAULTS_VERSION:
+        return None
+    problem = (
+        f"{path}: # Configuration: defaults_version_checked is {pinned!r} but the built-in "
+        f"reviewers are version {DEFAULTS_VERSION!r}; re-read them (kdev reviewers --json) "
+        "and update the pin"
+    )
+    if skip:
+        return problem
+    raise ConfigError(problem, STALE_ROSTER_PIN)
+
+
+def _overlaps(path: str, raw: Any) -> list[dict[str, Any]]:
+    """``overlap_acknowledged`` as a list of ``{"reviewers": [...], "reason": ...}``; the
+    list form is kept as written, the map form ``{NAME: {"overlaps_with": OTHER or
+    [OTHERS], "reason": TEXT}}`` becomes one entry per name."""
+    if isinstance(raw, dict):
+        entries: list[dict[str, Any]] = []
+        for name, value in raw.items():
+            if not isinstance(value, dict):
+                raise _config_error(path, f"overlap_acknowledged.{name} must be an object")
+            others = value.get("overlaps_with", [])
+            others = [others] if isinstance(others, str) else others
+            if (
+                not isinstance(others, list)
+                or not others
+                or not all(isinstance(o, str) and o for o in others)
+            ):
+                raise _config_error(
+                    path, f"overlap_acknowledged.{name}.overlaps_with must name a reviewer"
+                )
+            entries.append({"reviewers": [name, *others], "reason": value.get("reason")})
+        raw = entries
+    if not isinstance(raw, list):
+        raise _config_error(path, "overlap_acknowledged must be an array or an object")
+    for number, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise _config_error(path, f"overlap_acknowledged[{number}] must be an object")
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise _config_error(path, f"overlap_acknowledged[{number}] has no reason")
+    return raw
 
 
 def _config_error(path: str, problem: str) -> ConfigError:
@@ -72,15 +127,10 @@ def parse_configuration(path: str, section: str) -> tuple[RosterConfig, list[str
         if name not in DEFAULT_REVIEWERS
     ]
 
-    overlaps = data.get("overlap_acknowledged", [])
-    if not isinstance(overlaps, list):
-        raise _config_error(path, "overlap_acknowledged must be an array")
-    for number, entry in enumerate(overlaps):
-        if not isinstance(entry, dict):
-            raise _config_error(path, f"overlap_acknowledged[{number}] must be an object")
-        reason = entry.get("reason")
-        if not isinstance(reason, str) or not reason.strip():
-            raise _config_error(path, f"overlap_acknowledged[{number}] has no reason")
+    overlaps = _overlaps(path, data.get("overlap_acknowledged", []))
+    pinned = data.get("defaults_version_checked")
+    if pinned is not None and (not isinstance(pinned, str) or not pinned.strip()):
+        raise _config_error(path, "defaults_version_checked must be a version string")
 
     raw = data.get("independent_validator", {})
     if not isinstance(raw, dict):
@@ -107,5 +157,6 @@ def parse_configuration(path: str, section: str) -> tuple[RosterConfig, list[str
         disabled=tuple(disabled),
         overlap_acknowledged=tuple(overlaps),
         independent_validator=IndependentValidator(enabled, tuple(skip_for), action),
+        defaults_version_checked=pinned,
     )
     return config, warnings

@@ -7,6 +7,11 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
+# The version of the built-in reviewer set below. A root AGENT-REVIEWERS.md may pin the
+# version its authors last checked (``defaults_version_checked``); bump this whenever a
+# default reviewer is added, removed or its instructions change meaning.
+DEFAULTS_VERSION = "1.0.0"
+
 DEFAULT_REVIEWERS: dict[str, str] = {
     "code-reviewer": (
         "Review the change for correctness: logic errors, broken edge cases, wrong API "
