@@ -25,6 +25,7 @@ from wrapper.review.roster import (
 )
 from wrapper.review.roster_defaults import DEFAULTS_VERSION
 from wrapper.review.roster_diff import has_blocking_finding, split_diff
+from wrapper.review.roster_templates import EXTENSIONS, detect_languages, install_template
 
 ROOT_FILE = """\
 # Project
@@ -528,3 +529,45 @@ def test_a_stale_defaults_pin_fails_kdev_reviewers_unless_skipped(tmp_path: Path
     )
     (tmp_path / "AGENT-REVIEWERS.md").write_text(MAP_FORM % DEFAULTS_VERSION)
     assert CliRunner().invoke(app, args).exit_code == 0
+
+
+def test_languages_are_counted_by_extension_and_dependency_dirs_are_skipped(
+    tmp_path: Path,
+) -> None:
+    for name in ["a.py", "pkg/b.py", "web/c.tsx", "README.md", "node_modules/x/d.js", "e.go"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert [item.to_json() for item in detect_languages(tmp_path)] == [
+        {"language": "python", "files": 2},
+        {"language": "go", "files": 1},
+        {"language": "typescript", "files": 1},
+    ]
+    result = CliRunner().invoke(
+        app, ["reviewers", "detect-language", "--checkout", str(tmp_path), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)[0] == {"language": "python", "files": 2}
+
+
+@pytest.mark.parametrize("language", sorted(EXTENSIONS))
+def test_every_starter_roster_parses_and_pins_the_current_defaults(
+    tmp_path: Path, language: str
+) -> None:
+    target = install_template(tmp_path, language)
+    roster = build_roster({"AGENT-REVIEWERS.md": target.read_text()}, ["x"])
+    assert roster.config.defaults_version_checked == DEFAULTS_VERSION
+    users = [r for r in roster.reviewers if r.kind == "user"]
+    assert len(users) == 2 and all(r.context for r in users)
+    assert any(s.title == "Guidelines" for s in users[0].context)
+
+
+def test_install_template_never_overwrites_without_force(tmp_path: Path) -> None:
+    (tmp_path / "AGENT-REVIEWERS.md").write_text("# Mine\n")
+    args = ["reviewers", "install-template", "go", "--checkout", str(tmp_path)]
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2 and "roster_exists" in refused.output
+    assert (tmp_path / "AGENT-REVIEWERS.md").read_text() == "# Mine\n"
+    assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+    assert "go-errors-reviewer" in (tmp_path / "AGENT-REVIEWERS.md").read_text()
+    unknown = CliRunner().invoke(app, ["reviewers", "install-template", "cobol"])
+    assert unknown.exit_code == 2 and "unknown_language" in unknown.output

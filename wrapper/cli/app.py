@@ -34,7 +34,14 @@ app.add_typer(config_app, name="config")
 app.command("review-pr")(review.review_pr_cmd)
 app.command("describe-pr")(review.describe_pr_cmd)
 app.command("verdicts")(verdicts.verdicts_cmd)
-app.command("reviewers")(review.reviewers_cmd)
+reviewers_app = typer.Typer(
+    help="Which focused reviewers apply to a change; starter rosters.",
+    invoke_without_command=True,
+)
+reviewers_app.callback()(review.reviewers_cmd)
+reviewers_app.command("detect-language")(review.detect_language_cmd)
+reviewers_app.command("install-template")(review.install_template_cmd)
+app.add_typer(reviewers_app, name="reviewers")
 verdict_app.command("show")(verdicts.verdict_show)
 app.command("pr-sweep")(sweep.pr_sweep_cmd)
 app.command("watch")(authorloop.watch_cmd)

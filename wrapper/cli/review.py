@@ -24,6 +24,7 @@ from wrapper.review.patch_id import fetch_pr_refs
 from wrapper.review.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
 from wrapper.review.roster import ROSTER_FILE, build_roster, read_roster_files
 from wrapper.review.roster_config import check_defaults_pin
+from wrapper.review.roster_templates import detect_languages, install_template
 
 
 def review_pr_cmd(
@@ -160,6 +161,7 @@ def describe_pr_cmd(
 
 
 def reviewers_cmd(
+    ctx: typer.Context,
     repo_root: Path = typer.Option(
         Path("."), "--checkout", "--repo-root", help="Checkout or worktree root."
     ),
@@ -177,6 +179,8 @@ def reviewers_cmd(
     ),
 ) -> None:
     """Which focused reviewers (defaults + AGENT-REVIEWERS.md) apply to a change."""
+    if ctx.invoked_subcommand is not None:
+        return  # detect-language / install-template
 
     def work() -> None:
         if head is not None and (base is None or pr is not None):
@@ -205,5 +209,42 @@ def reviewers_cmd(
                 f"{reviewer.name}  {reviewer.kind}  scope {reviewer.scope or '.'}  "
                 f"files: {', '.join(reviewer.changed_files)}"
             )
+
+    guarded(work)
+
+
+def detect_language_cmd(
+    repo_root: Path = typer.Option(Path("."), "--checkout", help="Checkout root."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """The checkout's languages by file count (for install-template)."""
+
+    def work() -> None:
+        found = detect_languages(repo_root)
+        if as_json:
+            typer.echo(json.dumps([item.to_json() for item in found]))
+            return
+        if not found:
+            typer.echo("no known language")
+        for item in found:
+            typer.echo(f"{item.language}  {item.files} file(s)")
+
+    guarded(work)
+
+
+def install_template_cmd(
+    language: str = typer.Argument(..., help="python, typescript, go, rust or java."),
+    repo_root: Path = typer.Option(Path("."), "--checkout", help="Checkout root."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing roster file."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Write a starter AGENT-REVIEWERS.md for LANGUAGE at the checkout's root."""
+
+    def work() -> None:
+        target = install_template(repo_root, language, force=force)
+        if as_json:
+            typer.echo(json.dumps({"written": str(target), "language": language}))
+            return
+        typer.echo(f"wrote {target}")
 
     guarded(work)
