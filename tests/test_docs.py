@@ -133,7 +133,8 @@ def world(tmp_path: Path) -> Iterator[World]:
         sim.set_time(datetime.now(UTC) - timedelta(minutes=10))
         sim.add_token(TOKEN, ("review-bot", 4242))
         sim.create_repo(REPO, files={"README.md": "# widgets\n", "app.py": "print(1)\n"})
-        sim.open_pr(REPO, "feature/docs", {"app.py": "print(2)\n"}, author=MAINTAINER)
+        pull = sim.open_pr(REPO, "feature/docs", {"app.py": "print(2)\n"}, author=MAINTAINER)
+        sim.set_check_run(REPO, pull.head_sha, "ci")  # green, for kdev check-ci
         sim.use_real_time()
         checkout = home / "src" / "widgets"
         subprocess.run(["git", "clone", "-q", str(sim.repo_path(REPO)), str(checkout)], check=True)

@@ -26,6 +26,7 @@ from tests.engine.test_cli import Li
 from tests.wrapper.reviewbench import bench as bench  # noqa: F401 - the fixture
 from tests.wrapper.test_review import REPO, Bench
 from wrapper import errors as kdev_errors
+from wrapper.authorloop.checkci import EXIT_CHECKS_FAILED
 from wrapper.authorloop.watch import EXIT_MAX_DURATION
 from wrapper.cli.app import app as kdev_app
 
@@ -183,7 +184,7 @@ def test_one_exit_code_table_with_no_number_meaning_two_things() -> None:
         cls.exit_code
         for cls in vars(kdev_errors).values()
         if isinstance(cls, type) and issubclass(cls, kdev_errors.KdevError)
-    } | {EXIT_MAX_DURATION}
+    } | {EXIT_MAX_DURATION, EXIT_CHECKS_FAILED}
     for code in li_codes:
         assert table.get(code) in ("li", "both"), f"li exit {code} is not li's in the table"
     for code in kdev_codes:

@@ -168,3 +168,47 @@ def pr_status_cmd(
                 typer.echo(line)
 
     guarded(work)
+
+
+def check_ci_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    wait: bool = typer.Option(False, "--wait", help="Wait until the checks settle."),
+    interval: str = typer.Option(
+        "auto", "--interval", help="auto (by PR size) or a duration, e.g. 90s or 5m."
+    ),
+    max_duration: str = typer.Option("30m", "--max-duration", help="e.g. 30m, 2h."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Have the PR's checks settled? Failing checks with their log URLs (exit 18 when one
+    failed, 16 when --wait ran out of time)."""
+    from engine.github import GitHubError
+    from wrapper.authorloop.checkci import CiCheck
+    from wrapper.errors import GitHubFailed
+    from wrapper.review.github_gate import github_failure_reason
+
+    def work() -> int:
+        check_repo(repo)
+        try:
+            seconds = parse_duration(max_duration, what="--max-duration")
+        except LiError as exc:
+            raise ConfigError(exc.message, exc.reason) from None
+        with github_client(Settings.from_env(kdev_environ())) as client:
+            check = CiCheck(client, repo, pr, interval=interval, max_duration=seconds)
+            try:
+                report = check.run(wait=wait)
+            except GitHubError as exc:
+                raise GitHubFailed(
+                    f"cannot read the checks of {repo} #{pr}: {exc.message} [{exc.reason}]",
+                    github_failure_reason(exc),
+                ) from None
+        if as_json:
+            typer.echo(json.dumps(report.to_json()))
+        else:
+            for line in report.lines():
+                typer.echo(line)
+        return report.exit_code
+
+    code = guarded(work)
+    if code:
+        raise typer.Exit(code)
