@@ -197,7 +197,7 @@ def test_get_comment_reads_issue_and_review_comments(sim: GitHubSim, client: Git
     said = sim.comment(REPO, pr.number, "on the conversation")
     noted = sim.comment(REPO, pr.number, "on a line", kind="review", path="a.py", line=1)
     assert get_comment(client, REPO, said.id)["body"] == "on the conversation"
-    assert get_comment(client, REPO, noted.id, "review")["body"] == "on a line"
+    assert get_comment(client, REPO, noted.id, "diff")["body"] == "on a line"
     with pytest.raises(GitHubNotFound):
         get_comment(client, REPO, noted.id)  # a review comment is not an issue comment
     with pytest.raises(InvalidInput) as refused:
