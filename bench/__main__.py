@@ -19,6 +19,7 @@ from bench import (
     ledger_window,
     legs,
     poll,
+    retention,
     sandbox,
 )
 
@@ -35,6 +36,7 @@ FULL: dict[str, Any] = {
     "ledger_legs": (1_000, 100_000),
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
+    "retention": (100, 1_000_000, 90),
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -49,6 +51,7 @@ QUICK: dict[str, Any] = {
     "ledger_legs": (1_000, 20_000),
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
+    "retention": (20, 100_000, 90),
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -60,6 +63,7 @@ BENCHMARKS = (
     "health",
     "fastpath",
     "ledger",
+    "retention",
 )
 
 
@@ -149,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         if "ledger" in chosen:
             measured = [ledger_window.measure_size(n, workdir) for n in sizes["ledger_legs"]]
             _emit([*ledger_window.report(measured), ""])
+        if "retention" in chosen:
+            schedules, runs, days = sizes["retention"]
+            kept = retention.measure(schedules, runs, days, workdir, options.database_url)
+            _emit([*retention.report(kept), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
