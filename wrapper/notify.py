@@ -82,9 +82,16 @@ class Notification:
 def verdict_notification(
     repo: str, pr: int, verdict: str, pr_url: str, head_sha: str, artifact: str | Path
 ) -> Notification:
-    """``PR review: {repo} #{pr} {VERDICT}``; body: verdict line, PR url, head, artifact."""
+    """``PR review: {repo} #{pr} {VERDICT}``; body: the verdict file's header lines
+    (verdict, PR number, PR URL, head) and the artifact."""
     body = "\n".join(
-        (f"VERDICT: {verdict}", f"PR: {pr_url}", f"HEAD_SHA: {head_sha}", f"ARTIFACT: {artifact}")
+        (
+            f"VERDICT: {verdict}",
+            f"PR: {pr}",
+            f"PR_URL: {pr_url}",
+            f"HEAD_SHA: {head_sha}",
+            f"ARTIFACT: {artifact}",
+        )
     )
     return Notification(
         subject=f"PR review: {repo} #{pr} {verdict}",
@@ -104,7 +111,9 @@ def failure_notification(
     repo: str, pr: int, reason: str, message: str, pr_url: str, head_sha: str
 ) -> Notification:
     """``PR review: {repo} #{pr} FAILURE``: a failed or timed-out leg is never silent."""
-    body = "\n".join((f"FAILURE: {reason}", message, f"PR: {pr_url}", f"HEAD_SHA: {head_sha}"))
+    body = "\n".join(
+        (f"FAILURE: {reason}", message, f"PR: {pr}", f"PR_URL: {pr_url}", f"HEAD_SHA: {head_sha}")
+    )
     return Notification(
         subject=f"PR review: {repo} #{pr} FAILURE",
         body=body,
@@ -138,7 +147,8 @@ def deferred_notification(
         (
             f"DEFERRED: budget {budget} ({count}/{limit})",
             f"REOPENS_AT: {reopens or 'when a running leg ends'}",
-            f"PR: {pr_url}",
+            f"PR: {pr}",
+            f"PR_URL: {pr_url}",
             f"HEAD_SHA: {head_sha}",
         )
     )

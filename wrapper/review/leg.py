@@ -95,6 +95,7 @@ def run_leg(
             reviewed_at=ctx.clock(),
             model=result.model,
             body=result.body,
+            pr=req.pr,
         )
         path = _record_verdict(ctx, req, record)
     detail = deliver(ctx, req.repo, req.pr, record)

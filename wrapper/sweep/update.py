@@ -72,7 +72,8 @@ def manual_rebase_notification(repo: str, pr: PullRequest, detail: str) -> Notif
         (
             f"NEEDS MANUAL REBASE: {detail}",
             f"BASE: {pr.base_ref}",
-            f"PR: {pr.html_url}",
+            f"PR: {pr.number}",
+            f"PR_URL: {pr.html_url}",
             f"HEAD_SHA: {pr.head_sha}",
         )
     )
