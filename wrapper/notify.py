@@ -39,6 +39,7 @@ from wrapper.config import (
     CommandTarget,
     FileTarget,
     GithubCommentTarget,
+    KdevConfig,
     LogTarget,
     NotifyTarget,
     WebhookTarget,
@@ -77,6 +78,37 @@ class Notification:
             "fields": dict(self.fields),
             "sent_at": sent_at.isoformat(),
         }
+
+
+def route(
+    config: KdevConfig,
+    repo: str,
+    author: str | None,
+    *,
+    notify_to: str | None = None,
+    schedule_targets: Sequence[NotifyTarget] | None = None,
+) -> list[NotifyTarget]:
+    """Where a notice about a PR of ``repo`` by ``author`` goes, the first that applies:
+
+    1. the schedule's own recipient: ``schedule_targets`` (a repos.yaml entry's
+       ``notify`` in ``kdev pr-sweep``), else ``notify_to`` (``review-pr --notify-to``),
+       else ``repositories.<repo>.notify_to`` of kdev.yaml;
+    2. the recipient ``notify_authors`` maps the PR author's login to;
+    3. ``notify``, the global targets.
+
+    Repository names and logins match case-insensitively. An unknown ``notify_to`` is
+    ``ConfigError unknown_recipient`` (the config validator refuses the others)."""
+    if schedule_targets is not None:
+        return list(schedule_targets)
+    if notify_to is not None:
+        return config.recipient(notify_to)
+    settings = config.repositories.get(repo.lower())
+    if settings is not None and settings.notify_to is not None:
+        return config.recipient(settings.notify_to)
+    name = config.notify_authors.get(author.lower()) if author else None
+    if name is not None:
+        return config.recipient(name)
+    return list(config.notify)
 
 
 def verdict_notification(
