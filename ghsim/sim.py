@@ -404,18 +404,23 @@ class GitHubSim(SimCore):
         with self.lock:
             pr = self.pull(repo, number)
             pr.draft = draft
+            if draft:  # as on GitHub: converting to draft disables auto-merge
+                pr.auto_merge = None
             pr.updated_at = self.now()
             return pr
 
     def set_auto_merge(
         self, repo: str, number: int, method: str | None = "squash", by: Author = None
     ) -> Pull:
-        """Arm auto-merge with ``method`` (merge|squash|rebase) or disarm it with ``None``."""
+        """Arm auto-merge with ``method`` (merge|squash|rebase) or disarm it with ``None``.
+        A draft cannot be armed (GitHub refuses it)."""
         with self.lock:
             pr = self.pull(repo, number)
             if method is None:
                 pr.auto_merge = None
             else:
+                if pr.draft:
+                    raise GhsimError(f"{repo}#{number} is a draft: auto-merge cannot be armed")
                 if method not in MERGE_METHODS:
                     raise GhsimError(f"merge method must be one of {sorted(MERGE_METHODS)}")
                 pr.auto_merge = {

@@ -126,6 +126,28 @@ def default_notify() -> list[NotifyTarget]:
     return [LogTarget(type="log")]
 
 
+RECIPIENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_recipient_name(value: str) -> str:
+    """``value`` if it can name a recipient (letters, digits, ``_.-``, up to 64)."""
+    if not isinstance(value, str) or not RECIPIENT_NAME.match(value):
+        raise ValueError(f"{value!r} is not a recipient name (letters, digits, '_', '.', '-')")
+    return value
+
+
+class RepositorySettings(_Strict):
+    """kdev.yaml ``repositories.<OWNER/NAME>``: what holds for one repository."""
+
+    # The recipient (a key of ``recipients``) every notice about this repository goes to.
+    notify_to: str | None = None
+
+    @field_validator("notify_to")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        return None if value is None else check_recipient_name(value)
+
+
 class KdevConfig(_Strict):
     """The whole ``KDEV_CONFIG`` file. Every key is optional."""
 
@@ -156,6 +178,82 @@ class KdevConfig(_Strict):
     sandbox_paths: list[str] = Field(default_factory=list)
     # The bubblewrap executable (a name on PATH or an absolute path).
     sandbox_bwrap: str = "bwrap"
+    # Who gets a PR's notices (wrapper.notify.route, docs/wrapper.md "Who is notified"):
+    # named target lists; a PR author's login -> a recipient; per repository, the
+    # recipient that wins over the author's. ``notify`` is the last fallback.
+    recipients: dict[str, list[NotifyTarget]] = Field(default_factory=dict)
+    notify_authors: dict[str, str] = Field(default_factory=dict)
+    repositories: dict[str, RepositorySettings] = Field(default_factory=dict)
+
+    @field_validator("recipients")
+    @classmethod
+    def _recipients(cls, value: dict[str, list[NotifyTarget]]) -> dict[str, list[NotifyTarget]]:
+        for name, targets in value.items():
+            check_recipient_name(name)
+            if not targets:
+                raise ValueError(f"recipient {name!r} has no targets")
+            if any(isinstance(target, GithubCommentTarget) for target in targets):
+                raise ValueError(
+                    f"recipient {name!r}: github-comment belongs in notify, not in a recipient"
+                )
+        return value
+
+    @field_validator("notify_authors")
+    @classmethod
+    def _authors(cls, value: dict[str, str]) -> dict[str, str]:
+        lowered: dict[str, str] = {}
+        for login, name in value.items():
+            try:
+                key = validate_handle(login).lower()
+            except InvalidInput as exc:
+                raise ValueError(f"author {login!r}: {exc.message}") from None
+            if key in lowered:
+                raise ValueError(f"author {login!r} is listed twice")
+            lowered[key] = check_recipient_name(name)
+        return lowered
+
+    @field_validator("repositories")
+    @classmethod
+    def _repositories(cls, value: dict[str, RepositorySettings]) -> dict[str, RepositorySettings]:
+        lowered: dict[str, RepositorySettings] = {}
+        for repo, settings in value.items():
+            problem = repo_problem(repo)
+            if problem is not None:
+                raise ValueError(f"{repo!r} is not a repository name OWNER/NAME")
+            if repo.lower() in lowered:
+                raise ValueError(f"repository {repo!r} is listed twice")
+            lowered[repo.lower()] = settings
+        return lowered
+
+    @model_validator(mode="after")
+    def _recipients_exist(self) -> KdevConfig:
+        named = [(f"notify_authors.{login}", name) for login, name in self.notify_authors.items()]
+        named += [
+            (f"repositories.{repo}.notify_to", settings.notify_to)
+            for repo, settings in self.repositories.items()
+            if settings.notify_to is not None
+        ]
+        for where, name in named:
+            if name not in self.recipients:
+                raise ValueError(f"{where}: {name!r} is not a key of recipients")
+        return self
+
+    def recipient(self, name: str) -> list[NotifyTarget]:
+        """The targets of recipient ``name``; ``ConfigError unknown_recipient`` if none."""
+        if name not in self.recipients:
+            known = ", ".join(sorted(self.recipients)) or "none configured"
+            raise ConfigError(
+                f"recipient {name!r} is not in KDEV_CONFIG recipients ({known})",
+                "unknown_recipient",
+            )
+        return list(self.recipients[name])
+
+    def all_notify_targets(self) -> list[NotifyTarget]:
+        """``notify`` and every recipient's targets (what leakscan must know)."""
+        found: list[NotifyTarget] = list(self.notify)
+        for targets in self.recipients.values():
+            found += targets
+        return found
 
     @field_validator("sandbox_paths")
     @classmethod

@@ -137,7 +137,7 @@ def known_secrets(config: KdevConfig, environ: Mapping[str, str]) -> list[str]:
     """Every value kdev must never write, post, send or log (see the module doc)."""
     names = [*config.secret_env, "GITHUB_TOKEN", "GH_TOKEN", *_credential_names(config)]
     found = [environ.get(name, "") for name in dict.fromkeys(names)]
-    for target in config.notify:
+    for target in config.all_notify_targets():
         if isinstance(target, WebhookTarget):
             found += webhook_secrets(target.url)
     return [value for value in dict.fromkeys(found) if len(value) >= MIN_SECRET_LENGTH]

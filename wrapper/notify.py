@@ -39,6 +39,7 @@ from wrapper.config import (
     CommandTarget,
     FileTarget,
     GithubCommentTarget,
+    KdevConfig,
     LogTarget,
     NotifyTarget,
     WebhookTarget,
@@ -79,12 +80,50 @@ class Notification:
         }
 
 
+def route(
+    config: KdevConfig,
+    repo: str,
+    author: str | None,
+    *,
+    notify_to: str | None = None,
+    schedule_targets: Sequence[NotifyTarget] | None = None,
+) -> list[NotifyTarget]:
+    """Where a notice about a PR of ``repo`` by ``author`` goes, the first that applies:
+
+    1. the schedule's own recipient: ``schedule_targets`` (a repos.yaml entry's
+       ``notify`` in ``kdev pr-sweep``), else ``notify_to`` (``review-pr --notify-to``),
+       else ``repositories.<repo>.notify_to`` of kdev.yaml;
+    2. the recipient ``notify_authors`` maps the PR author's login to;
+    3. ``notify``, the global targets.
+
+    Repository names and logins match case-insensitively. An unknown ``notify_to`` is
+    ``ConfigError unknown_recipient`` (the config validator refuses the others)."""
+    if schedule_targets is not None:
+        return list(schedule_targets)
+    if notify_to is not None:
+        return config.recipient(notify_to)
+    settings = config.repositories.get(repo.lower())
+    if settings is not None and settings.notify_to is not None:
+        return config.recipient(settings.notify_to)
+    name = config.notify_authors.get(author.lower()) if author else None
+    if name is not None:
+        return config.recipient(name)
+    return list(config.notify)
+
+
 def verdict_notification(
     repo: str, pr: int, verdict: str, pr_url: str, head_sha: str, artifact: str | Path
 ) -> Notification:
-    """``PR review: {repo} #{pr} {VERDICT}``; body: verdict line, PR url, head, artifact."""
+    """``PR review: {repo} #{pr} {VERDICT}``; body: the verdict file's header lines
+    (verdict, PR number, PR URL, head) and the artifact."""
     body = "\n".join(
-        (f"VERDICT: {verdict}", f"PR: {pr_url}", f"HEAD_SHA: {head_sha}", f"ARTIFACT: {artifact}")
+        (
+            f"VERDICT: {verdict}",
+            f"PR: {pr}",
+            f"PR_URL: {pr_url}",
+            f"HEAD_SHA: {head_sha}",
+            f"ARTIFACT: {artifact}",
+        )
     )
     return Notification(
         subject=f"PR review: {repo} #{pr} {verdict}",
@@ -104,7 +143,9 @@ def failure_notification(
     repo: str, pr: int, reason: str, message: str, pr_url: str, head_sha: str
 ) -> Notification:
     """``PR review: {repo} #{pr} FAILURE``: a failed or timed-out leg is never silent."""
-    body = "\n".join((f"FAILURE: {reason}", message, f"PR: {pr_url}", f"HEAD_SHA: {head_sha}"))
+    body = "\n".join(
+        (f"FAILURE: {reason}", message, f"PR: {pr}", f"PR_URL: {pr_url}", f"HEAD_SHA: {head_sha}")
+    )
     return Notification(
         subject=f"PR review: {repo} #{pr} FAILURE",
         body=body,
@@ -138,7 +179,8 @@ def deferred_notification(
         (
             f"DEFERRED: budget {budget} ({count}/{limit})",
             f"REOPENS_AT: {reopens or 'when a running leg ends'}",
-            f"PR: {pr_url}",
+            f"PR: {pr}",
+            f"PR_URL: {pr_url}",
             f"HEAD_SHA: {head_sha}",
         )
     )

@@ -74,7 +74,9 @@ class Leg:
 def log_decision(
     schedule_name: str, decision: Decision, *, pr: int, comment_id: int | None, kind: str
 ) -> None:
-    """Log one classification at its reason's level, with structured fields."""
+    """Log one classification, accepted or not, at DEBUG (:data:`REASON_LOG_LEVELS`)
+    with structured fields: ``trigger`` (the item's kind), ``reason``, ``pr``,
+    ``comment_id``."""
     log.log(
         REASON_LOG_LEVELS[decision.reason],
         "%s: %s on #%s%s: %s",
@@ -83,7 +85,12 @@ def log_decision(
         pr,
         f" (comment {comment_id})" if comment_id is not None else "",
         decision.reason.value,
-        extra={"reason": decision.reason.value, "pr": pr, "comment_id": comment_id},
+        extra={
+            "trigger": kind,
+            "reason": decision.reason.value,
+            "pr": pr,
+            "comment_id": comment_id,
+        },
     )
 
 

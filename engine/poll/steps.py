@@ -115,8 +115,22 @@ class Pass:
         argv: list[str] | None = None,
         run_id: int | None = None,
     ) -> None:
-        """Record what the pass did with ``event``."""
+        """Record what the pass did with ``event``, and log it once at DEBUG with the
+        decision as its reason code (``fired``, ``excluded:draft``, ``held`` ...)."""
         self.report.decisions.append(EventDecision(event, decision, argv=argv, run_id=run_id))
+        log.debug(
+            "%s: #%s at %s: %s",
+            self.name,
+            event.pr_number,
+            iso(event.at),
+            decision,
+            extra={
+                "decision": decision,
+                "reason": decision,
+                "pr": event.pr_number,
+                "run_id": run_id,
+            },
+        )
 
     def fire_context(self, context: dict[str, Any]) -> dict[str, Any]:
         """``context`` plus the variables every fire has: ``schedule_name``, ``fired_at``."""

@@ -61,18 +61,10 @@ class TriggerEvent(StrEnum):
     MENTION = "mention"  # a comment mentions the handle
 
 
-REASON_LOG_LEVELS: Mapping[Reason, int] = {
-    Reason.ACCEPTED: logging.INFO,
-    Reason.NOT_FRESH: logging.DEBUG,
-    Reason.PR_NOT_OPEN: logging.DEBUG,
-    Reason.BOT_AUTHOR: logging.DEBUG,
-    Reason.BOT_COMMENTER: logging.DEBUG,
-    Reason.DRAFT: logging.DEBUG,
-    Reason.NO_MENTION: logging.DEBUG,
-    # Someone asked and was refused: worth seeing without debug logging.
-    Reason.AUTHOR_NOT_ALLOWLISTED: logging.INFO,
-    Reason.COMMENTER_NOT_ALLOWLISTED: logging.INFO,
-}
+# Every decision, accepted ones included, is logged at DEBUG with its reason code (issue
+# 18): one level for all keeps the log a complete audit at DEBUG and an idle poller quiet
+# at INFO. The decision table (``li schedule events``) is the place to look without DEBUG.
+REASON_LOG_LEVELS: Mapping[Reason, int] = dict.fromkeys(Reason, logging.DEBUG)
 """The level at which the poller logs each decision (the reason is a log field)."""
 
 GHOST_USER = "ghost_user"

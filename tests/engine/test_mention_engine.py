@@ -195,7 +195,7 @@ def test_an_impostor_with_a_freed_login_is_rejected(
     assert impostor.login == MAINT[0]
     world.clock.advance(5)
     world.sim.comment(REPO, pr.number, f"@{HANDLE} review", author=(MAINT[0], 6666))
-    caplog.set_level(logging.INFO, logger="engine.poll.pollpass")
+    caplog.set_level(logging.DEBUG, logger="engine.poll.pollpass")
     assert world.poll() == []
     assert (pr.number, "commenter_not_allowlisted") in reasons(caplog)
 
@@ -540,3 +540,39 @@ def test_a_bad_verb_is_refused_naming_the_field(block: dict[str, Any], where: st
         validate_poll_config(config)
     assert caught.value.reason == "invalid_trigger_config"
     assert caught.value.message.startswith(f"trigger_config.{where}: ")
+
+
+def test_every_trigger_decision_is_logged_once_at_debug_accepted_included(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.add()
+    pr = world.fork_pr()
+    world.clock.advance(5)
+    asked = world.sim.comment(REPO, pr.number, f"@{HANDLE} review", author=MAINT)
+    stranger = world.sim.comment(REPO, pr.number, f"@{HANDLE} review", author=("x", 4444))
+    chat = world.sim.comment(REPO, pr.number, "nice work", author=MAINT)
+    caplog.set_level(logging.DEBUG, logger="engine.poll.pollpass")
+    assert len(fired(world.poll())) == 1
+    poll_records = [r for r in caplog.records if r.name.startswith("engine.poll")]
+    assert [r for r in poll_records if r.levelno >= logging.INFO] == []
+    triggers = [
+        (r.trigger, r.pr, r.comment_id, r.reason, r.levelno)  # type: ignore[attr-defined]
+        for r in poll_records
+        if hasattr(r, "trigger")
+    ]
+    comments = {t[2]: t[3] for t in triggers if t[2] is not None}
+    assert comments == {
+        asked.id: "accepted",
+        stranger.id: "commenter_not_allowlisted",
+        chat.id: "no_mention",
+    }
+    [pull] = [t for t in triggers if t[0] == "pull"]  # the pulls leg's one decision
+    assert pull[1] == pr.number and pull[3] == "author_not_allowlisted"
+    assert len(triggers) == len(set(triggers)) == 4  # each decision once
+    assert {t[4] for t in triggers} == {logging.DEBUG}
+    outcomes = [
+        (r.pr, r.reason)  # type: ignore[attr-defined]
+        for r in poll_records
+        if hasattr(r, "decision")
+    ]
+    assert outcomes == [(pr.number, "fired")]

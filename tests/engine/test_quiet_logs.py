@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -87,3 +87,74 @@ def test_debug_logging_never_turns_on_httpx_url_lines() -> None:
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+
+
+def test_an_engine_whose_polls_fire_nothing_logs_no_decision_at_info(
+    db: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """Refused and ignored trigger decisions are DEBUG like every other (issue 18): an
+    engine whose mention poll turns away a stranger, a bot and small talk says nothing."""
+    from engine.poll.config import validate_poll_config
+    from engine.schedules.spec import ScheduleSpec
+    from engine.store.models import TriggerType
+    from engine.store.pollstore import PollStore
+    from ghsim import GitHubSim
+
+    token = "tok-quiet-logs-0123456789"
+    with GitHubSim(tmp_path / "sim") as sim:
+        sim.add_token(token, ("li-bot", 900))
+        sim.create_repo("octo/widgets")
+        pr = sim.open_pr("octo/widgets", "f", {"a.py": "1\n"}, author=("forker", 777))
+        sim.comment("octo/widgets", pr.number, "@claude review", author=("stranger", 4444))
+        sim.comment("octo/widgets", pr.number, "@claude review", author=("ci[bot]", 600))
+        sim.comment("octo/widgets", pr.number, "thanks", author=("maint", 501))
+        mentions = {"handle": "claude", "allowlist": [501], "self_user_id": 900}
+        mentions |= {"verbs": ["review"], "default_verb": "review"}
+        trigger = validate_poll_config(
+            {"repo": "octo/widgets", "event": "mentions", "mentions": mentions, "backfill": True}
+        )
+        # Added "five minutes ago", so its first pass is due as soon as the engine runs.
+        store = Store(db, lambda: datetime.now(UTC) - timedelta(minutes=5))
+        sid = store.add_schedule(
+            ScheduleSpec(
+                name="mentions",
+                trigger_type=TriggerType.GITHUB_POLL,
+                trigger_config=trigger.model_dump(mode="json"),
+                command="true",
+                args=[],
+            )
+        ).id
+        env = {
+            **os.environ,
+            "LI_DATABASE_URL": db_url,
+            "LI_COMMAND_ALLOWLIST": "true",
+            "LI_SYNC_INTERVAL": "0.3",
+            "GITHUB_API_URL": sim.url,
+            "GITHUB_TOKEN": token,
+        }
+        log_path = tmp_path / "engine.log"
+        with log_path.open("w") as log_file:
+            proc = subprocess.Popen(
+                [LI, "--log-format", "json", "engine", "run"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+            )
+        try:
+            deadline = time.monotonic() + 30
+            while (
+                time.monotonic() < deadline
+                and PollStore(store).get_state(sid).comments_watermark is None
+            ):
+                time.sleep(0.2)
+            time.sleep(1.0)  # the pass's last lines
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+    assert PollStore(store).get_state(sid).comments_watermark is not None, "never polled"
+    text = log_path.read_text()
+    for line in text.splitlines():
+        record = json.loads(line)
+        assert "reason" not in record and "decision" not in record, line
+        for word in ("commenter_not_allowlisted", "author_not_allowlisted", "bot_commenter"):
+            assert word not in line, line

@@ -426,11 +426,9 @@ def test_pull_ignores_comment_watermark_and_open_set() -> None:
     assert classify_pull(pull(), REPO, trigger_state).accept
 
 
-def test_every_reason_has_a_log_level() -> None:
+def test_every_reason_accepted_included_is_logged_at_debug() -> None:
     assert set(REASON_LOG_LEVELS) == set(Reason)
-    assert REASON_LOG_LEVELS[Reason.NOT_FRESH] == logging.DEBUG
-    assert REASON_LOG_LEVELS[Reason.COMMENTER_NOT_ALLOWLISTED] == logging.INFO
-    assert REASON_LOG_LEVELS[Reason.AUTHOR_NOT_ALLOWLISTED] == logging.INFO
+    assert set(REASON_LOG_LEVELS.values()) == {logging.DEBUG}
 
 
 # --- watermarks --------------------------------------------------------------------

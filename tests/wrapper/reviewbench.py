@@ -62,6 +62,7 @@ class Bench:
         force: bool = False,
         config: KdevConfig | None = None,
         environ: dict[str, str] | None = None,
+        notify_to: str | None = None,
     ) -> Any:
         settings = Settings(github_api_url=self.sim.url, github_token=self.token)
         env = {
@@ -77,7 +78,14 @@ class Bench:
             )
             head = head_sha or self.sim.pull(REPO, pr).head_sha
             return review_pr(
-                ReviewRequest(repo=REPO, pr=pr, head_sha=head, checkout=self.checkout, force=force),
+                ReviewRequest(
+                    repo=REPO,
+                    pr=pr,
+                    head_sha=head,
+                    checkout=self.checkout,
+                    force=force,
+                    notify_to=notify_to,
+                ),
                 ctx,
             )
 

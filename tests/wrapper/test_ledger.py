@@ -57,6 +57,7 @@ def record(
         reviewed_at=T0,
         model="stub-model-1",
         body=body,
+        pr=PR,
     )
 
 
@@ -207,7 +208,8 @@ def test_a_verdict_file_has_the_exact_grammar_and_round_trips(ledger: Ledger) ->
     assert path == ledger.reviews_dir / "acme__widgets" / "pr-7" / f"patch-{PATCH_1}.md"
     assert path.read_text() == (
         "VERDICT: REQUEST_CHANGES\n"
-        "PR: https://github.com/acme/widgets/pull/7\n"
+        "PR: 7\n"
+        "PR_URL: https://github.com/acme/widgets/pull/7\n"
         f"HEAD_SHA: {HEAD_A}\n"
         f"PATCH_ID: {PATCH_1}\n"
         "BASE: main\n"
@@ -218,6 +220,62 @@ def test_a_verdict_file_has_the_exact_grammar_and_round_trips(ledger: Ledger) ->
     )
     assert ledger.find_verdict(REPO, PR, PATCH_1) == record()
     assert ledger.find_verdict(REPO, PR, PATCH_2) is None
+
+
+OLD_HEADER_FILE = (
+    "VERDICT: APPROVE\n"
+    "PR: https://github.com/acme/widgets/pull/7\n"
+    f"HEAD_SHA: {HEAD_A}\n"
+    f"PATCH_ID: {PATCH_1}\n"
+    "BASE: main\n"
+    "REVIEWED_AT: 2025-03-01T12:00:00Z\n"
+    "REVIEWER_MODEL: stub-model-1\n"
+    "---\n"
+    "Fine.\n"
+)
+
+
+def test_a_verdict_file_with_the_old_url_header_still_parses(ledger: Ledger) -> None:
+    parsed = parse_verdict(OLD_HEADER_FILE)
+    assert (parsed.pr, parsed.pr_url) == (None, "https://github.com/acme/widgets/pull/7")
+    assert (parsed.verdict, parsed.head_sha, parsed.body) == ("APPROVE", HEAD_A, "Fine.")
+    path = ledger.verdict_path(REPO, PR, PATCH_1)
+    ledger.ensure_dir(path.parent)
+    path.write_text(OLD_HEADER_FILE)
+    found = ledger.find_verdict(REPO, PR, PATCH_1)
+    assert found is not None and found.pr == PR  # the number of the file's directory
+    assert found.pr_url == "https://github.com/acme/widgets/pull/7"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text.replace("PR: 7\n", "PR: https://github.com/acme/widgets/pull/7\n"),
+        lambda text: text.replace("PR: 7\n", "PR: 07\n"),
+        lambda text: text.replace("PR: 7\n", "PR: 8\n"),  # not the directory's PR
+        lambda text: text.replace("PR_URL: ", "URL: "),
+    ],
+)
+def test_a_new_header_with_a_bad_pr_line_is_not_a_verdict(
+    ledger: Ledger, caplog: pytest.LogCaptureFixture, damage: Callable[[str], str]
+) -> None:
+    path = ledger.write_verdict(REPO, PR, record())
+    path.write_text(damage(path.read_text()))
+    with caplog.at_level(logging.WARNING, logger="wrapper.ledger.ledger"):
+        assert ledger.find_verdict(REPO, PR, PATCH_1) is None
+    assert "corrupt verdict file" in caplog.text
+
+
+def test_a_record_is_written_under_its_own_pr_only(ledger: Ledger) -> None:
+    unnumbered = dataclasses.replace(record(), pr=None)
+    ledger.write_verdict(REPO, PR, unnumbered)  # the ledger numbers it
+    assert ledger.find_verdict(REPO, PR, PATCH_1) == record()
+    with pytest.raises(LedgerError) as caught:
+        ledger.write_verdict(REPO, PR + 1, record())
+    assert caught.value.reason == "invalid_record"
+    with pytest.raises(LedgerError) as caught:
+        render_verdict(unnumbered)
+    assert caught.value.reason == "invalid_record"
 
 
 @pytest.mark.parametrize(
@@ -236,7 +294,7 @@ def test_a_timestamp_with_microseconds_or_another_zone_is_written_in_utc_with_z(
 ) -> None:
     moment = datetime(2025, 3, 1, 14, 0, 0, 250000, tzinfo=UTC)
     plus_two = moment.astimezone(timezone(timedelta(hours=2)))
-    rec = VerdictRecord("APPROVE", "u", HEAD_A, PATCH_1, "main", plus_two, "m", "b")
+    rec = VerdictRecord("APPROVE", "u", HEAD_A, PATCH_1, "main", plus_two, "m", "b", pr=PR)
     text = render_verdict(rec)
     assert "REVIEWED_AT: 2025-03-01T14:00:00.250000Z\n" in text
     assert parse_verdict(text).reviewed_at == moment

@@ -110,7 +110,8 @@ def test_a_verdict_notice_names_repo_pr_verdict_url_head_and_artifact() -> None:
     assert note.subject == "PR review: octo/widgets #7 REQUEST_CHANGES"
     assert note.body.splitlines() == [
         "VERDICT: REQUEST_CHANGES",
-        f"PR: {URL}",
+        "PR: 7",
+        f"PR_URL: {URL}",
         f"HEAD_SHA: {SHA}",
         "ARTIFACT: /reviews/octo__widgets/pr-7/patch-1.md",
     ]
@@ -131,7 +132,8 @@ def test_a_failed_leg_sends_a_failure_notice() -> None:
     assert note.subject == "PR review: octo/widgets #7 FAILURE"
     assert note.body.splitlines()[0] == "FAILURE: reviewer_timed_out"
     assert "reviewer passed its 1200 s timeout" in note.body
-    assert f"PR: {URL}" in note.body and f"HEAD_SHA: {SHA}" in note.body
+    assert "\nPR: 7\n" in note.body and f"PR_URL: {URL}" in note.body
+    assert f"HEAD_SHA: {SHA}" in note.body
     assert note.fields["outcome"] == "failure"
     assert note.fields["reason"] == "reviewer_timed_out"
 

@@ -26,6 +26,7 @@ def test_a_review_writes_the_verdict_file_index_and_notification(bench: Bench) -
     assert [line.split(":", 1)[0] for line in header] == [
         "VERDICT",
         "PR",
+        "PR_URL",
         "HEAD_SHA",
         "PATCH_ID",
         "BASE",
@@ -33,6 +34,9 @@ def test_a_review_writes_the_verdict_file_index_and_notification(bench: Bench) -
         "REVIEWER_MODEL",
     ]
     assert f"HEAD_SHA: {pr.head_sha}" in header
+    assert f"PR: {pr.number}" in header
+    [url_line] = [line for line in header if line.startswith("PR_URL: ")]
+    assert url_line.startswith("PR_URL: http") and url_line.endswith(f"/pull/{pr.number}")
     index = bench.ledger().read_index(REPO, pr.number)
     assert index[pr.head_sha].patch_id == report.patch_id
     [note] = bench.notes()

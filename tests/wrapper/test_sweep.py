@@ -21,7 +21,7 @@ import pytest
 from engine.api import HealthCause, ScheduleHealthRow
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
-from ghsim import GitHubSim
+from ghsim import GhsimError, GitHubSim
 from tests.wrapper.reviewbench import ROOT, Bench
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, Outcome
@@ -254,6 +254,22 @@ def test_a_dry_run_reports_what_it_would_update_and_changes_nothing(bench: Bench
     assert len(bench.notes()) == notes_before and not report.digest_sent
 
 
+def test_a_clean_draft_behind_its_base_is_updated_like_any_other_pr(bench: Bench) -> None:
+    number = approved_pr(bench, "feature", {"a.py": "x = 1\n"})
+    old_head = bench.sim.set_draft(REPO, number).head_sha
+    bench.sim.commit_to_base(REPO, {"b.py": "y = 2\n"})
+    report = sweep(bench)
+    [update] = report.repos[0].updates
+    assert update.outcome is UpdateOutcome.UPDATED and update.head_sha == old_head
+    bench.sim.sync(REPO)
+    assert bench.sim.pull(REPO, number).head_sha == update.new_head != old_head
+
+
+def test_an_unreviewed_draft_is_listed_as_unreviewed(bench: Bench) -> None:
+    draft = bench.sim.open_pr(REPO, "wip", {"a.py": "1\n"}, draft=True).number
+    assert sweep(bench).repos[0].unreviewed == [draft]
+
+
 # -- (b) approval digest -----------------------------------------------------------------
 
 
@@ -282,6 +298,17 @@ def test_the_digest_lists_armed_clean_prs_awaiting_review_in_one_message(bench: 
     assert "waiting for approval" in note["subject"]
     assert f"{REPO} #{waiting} {head}" in note["body"] and row.artifact in note["body"]
     assert report.digest_sent
+
+
+def test_a_draft_is_kept_out_of_the_digest_by_github_itself(bench: Bench) -> None:
+    number = approved_pr(bench, "feature", {"a.py": "1\n"})
+    bench.sim.set_auto_merge(REPO, number, "squash")
+    bench.sim.set_review_decision(REPO, number, "REVIEW_REQUIRED")
+    assert [row.pr for row in sweep(bench).digest] == [number]
+    bench.sim.set_draft(REPO, number)  # converting to draft disarms auto-merge
+    assert sweep(bench).digest == []
+    with pytest.raises(GhsimError):
+        bench.sim.set_auto_merge(REPO, number, "squash")
 
 
 def test_an_empty_digest_is_not_sent(bench: Bench) -> None:
@@ -509,3 +536,52 @@ def test_kdev_pr_sweep_prints_json_and_exits_0_when_a_repository_fails(bench: Be
     )
     assert human.returncode == 0 and "pr-sweep (dry run)" in human.stdout
     assert "checkout_missing" in human.stdout
+
+
+# -- who is notified (issue 18) ----------------------------------------------------------
+
+
+def author_routed(bench: Bench, **overrides: Any) -> KdevConfig:
+    return bench.config(
+        recipients={"alice": [{"type": "file", "path": str(bench.root / "alice.jsonl")}]},
+        notify_authors={"alice-dev": "alice"},
+        **overrides,
+    )
+
+
+def noted(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_manual_rebase_notice_goes_to_the_pr_authors_recipient(bench: Bench) -> None:
+    config = author_routed(bench)
+    pr = bench.sim.open_pr(REPO, "feature", {"app.py": "one\nFEATURE\nthree\n"}, author="alice-dev")
+    assert bench.review(pr.number, config=config).verdict == "APPROVE"
+    bench.sim.commit_to_base(REPO, {"app.py": "one\nBASE\nthree\n"})
+    [update] = sweep(bench, kdev=config).repos[0].updates
+    assert update.outcome is UpdateOutcome.NEEDS_MANUAL_REBASE
+    subjects = [n["subject"] for n in noted(bench.root / "alice.jsonl")]
+    assert subjects[-1] == f"PR sweep: {REPO} #{pr.number} NEEDS MANUAL REBASE"
+    assert not any("MANUAL REBASE" in n["subject"] for n in bench.notes())
+
+
+def test_a_repos_entry_notify_wins_over_the_authors_recipient_in_a_retry(bench: Bench) -> None:
+    config = author_routed(bench, budgets={"daily_legs_per_repo": 1})
+    first = bench.sim.open_pr(REPO, "first", {"a.py": "1\n"}, author="alice-dev").number
+    second = bench.sim.open_pr(REPO, "second", {"b.py": "1\n"}, author="alice-dev").number
+    assert bench.review(first, config=config).outcome is Outcome.REVIEWED
+    assert bench.review(second, config=config).outcome is Outcome.DEFERRED_BUDGET
+    before = len(noted(bench.root / "alice.jsonl"))
+    entry_file = bench.root / "entry.jsonl"
+    repos = [
+        {
+            "repo": REPO,
+            "checkout": str(bench.checkout),
+            "notify": [{"type": "file", "path": str(entry_file)}],
+        }
+    ]
+    report = sweep(bench, config=sweep_config(bench, repos), kdev=config, later=timedelta(hours=25))
+    assert report.repos[0].deferred[0].retried == "reviewed"
+    verdicts = [n for n in noted(entry_file) if n["fields"].get("verdict")]
+    assert [n["fields"]["pr"] for n in verdicts] == [second]
+    assert len(noted(bench.root / "alice.jsonl")) == before  # nothing more for alice

@@ -35,6 +35,9 @@ def review_pr_cmd(
     ),
     pr_url: str | None = typer.Option(None, "--pr-url"),
     author: str | None = typer.Option(None, "--author"),
+    notify_to: str | None = typer.Option(
+        None, "--notify-to", help="Send the notices to this KDEV_CONFIG recipient."
+    ),
     force: bool = typer.Option(False, "--force", help="Forget this diff's verdict; review."),
     checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
     reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
@@ -60,6 +63,7 @@ def review_pr_cmd(
                 author=author,
                 force=force,
                 comment_id=parse_comment_id(comment_id),
+                notify_to=notify_to or None,
             )
             report = run_recorded("review-pr", req, ledger, ctx, lambda: review_pr(req, ctx))
         print_report(report, as_json)

@@ -4,6 +4,7 @@ the lines of legs.jsonl. Every parser raises ValueError (with why) for what it r
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -12,6 +13,7 @@ from wrapper.ledger.records import (
     DEFERRED_BUDGET_STATE,
     HEADER_KEYS,
     MIN_SECRET_LENGTH,
+    OLD_HEADER_KEYS,
     SEPARATOR,
     SHA_RE,
     VERDICTS,
@@ -26,6 +28,8 @@ from wrapper.ledger.records import (
 
 # --- pure: the verdict file grammar -------------------------------------------------
 
+PR_NUMBER_RE = re.compile(r"^[1-9][0-9]{0,9}$")
+
 
 def _header_value(key: str, value: str, *, may_be_empty: bool = False) -> str:
     if not isinstance(value, str) or any(c in value for c in "\n\r") or value != value.strip():
@@ -37,9 +41,12 @@ def _header_value(key: str, value: str, *, may_be_empty: bool = False) -> str:
 
 def render_verdict(record: VerdictRecord) -> str:
     """The exact text of ``record``'s verdict file; ``LedgerError invalid_record`` if a
-    header field is not a single trimmed line, the verdict unknown or a SHA malformed."""
+    header field is not a single trimmed line, the PR number missing, the verdict unknown
+    or a SHA malformed."""
     if record.verdict not in VERDICTS:
         raise LedgerError(f"verdict {record.verdict!r} is not one of {VERDICTS}", "invalid_record")
+    if type(record.pr) is not int or record.pr < 1:
+        raise LedgerError(f"verdict PR {record.pr!r} is not a PR number", "invalid_record")
     try:
         check_sha(record.head_sha, "HEAD_SHA")
         check_sha(record.patch_id, "PATCH_ID")
@@ -48,7 +55,8 @@ def render_verdict(record: VerdictRecord) -> str:
         raise LedgerError(f"verdict record: {exc}", "invalid_record") from None
     values = (
         record.verdict,
-        _header_value("PR", record.pr_url, may_be_empty=True),
+        str(record.pr),
+        _header_value("PR_URL", record.pr_url, may_be_empty=True),
         record.head_sha,
         record.patch_id,
         _header_value("BASE", record.base),
@@ -59,37 +67,56 @@ def render_verdict(record: VerdictRecord) -> str:
     return f"{header}{SEPARATOR}\n{record.body}\n"
 
 
-def parse_verdict(text: str) -> VerdictRecord:
-    """The record of a verdict file's text; ValueError (with why) for anything else."""
-    lines = text.split("\n")
-    if len(lines) <= len(HEADER_KEYS) or lines[len(HEADER_KEYS)] != SEPARATOR:
-        raise ValueError(f"line {len(HEADER_KEYS) + 1} is not {SEPARATOR!r}")
+def _header_values(lines: list[str], keys: tuple[str, ...]) -> dict[str, str]:
+    if len(lines) <= len(keys) or lines[len(keys)] != SEPARATOR:
+        raise ValueError(f"line {len(keys) + 1} is not {SEPARATOR!r}")
     values: dict[str, str] = {}
-    for number, (key, line) in enumerate(zip(HEADER_KEYS, lines, strict=False), start=1):
+    for number, (key, line) in enumerate(zip(keys, lines, strict=False), start=1):
         if line == f"{key}:":
             values[key] = ""
         elif line.startswith(f"{key}: "):
             values[key] = line[len(key) + 2 :]
         else:
             raise ValueError(f"line {number} is not {key}:")
+    return values
+
+
+def parse_verdict(text: str) -> VerdictRecord:
+    """The record of a verdict file's text; ValueError (with why) for anything else.
+
+    The header is ``PR: <number>`` then ``PR_URL: <url>``; a file of the old header
+    (``PR: <url>``, no ``PR_URL`` line, written before issue 18) parses too, with ``pr``
+    None (the ledger knows the number from the file's directory)."""
+    lines = text.split("\n")
+    old = len(lines) > 2 and lines[2].startswith("HEAD_SHA:")
+    keys = OLD_HEADER_KEYS if old else HEADER_KEYS
+    values = _header_values(lines, keys)
+    pr: int | None = None
+    if old:
+        pr_url = values["PR"]
+    else:
+        if not PR_NUMBER_RE.match(values["PR"]):
+            raise ValueError(f"PR {values['PR']!r} is not a PR number")
+        pr, pr_url = int(values["PR"]), values["PR_URL"]
     verdict = values["VERDICT"]
     if verdict not in VERDICTS:
         raise ValueError(f"VERDICT {verdict!r} is not one of {VERDICTS}")
     for key in ("HEAD_SHA", "PATCH_ID"):
         if not SHA_RE.match(values[key]):
             raise ValueError(f"{key} {values[key]!r} is not an object name")
-    body = "\n".join(lines[len(HEADER_KEYS) + 1 :])
+    body = "\n".join(lines[len(keys) + 1 :])
     if body.endswith("\n"):
         body = body[:-1]
     return VerdictRecord(
         verdict=verdict,
-        pr_url=values["PR"],
+        pr_url=pr_url,
         head_sha=values["HEAD_SHA"],
         patch_id=values["PATCH_ID"],
         base=values["BASE"],
         reviewed_at=parse_timestamp(values["REVIEWED_AT"]),
         model=values["REVIEWER_MODEL"],
         body=body,
+        pr=pr,
     )
 
 

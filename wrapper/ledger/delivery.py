@@ -26,6 +26,7 @@ from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger, VerdictRecord, check_sha
 from wrapper.notify import send, verdict_notification
 from wrapper.post import post_comment
+from wrapper.review.context import targets_for
 
 if TYPE_CHECKING:
     from wrapper.review.review import ReviewContext, ReviewRequest
@@ -143,9 +144,10 @@ def write_verdict_owing_delivery(
         raise
 
 
-def deliver(ctx: ReviewContext, repo: str, pr: int, record: VerdictRecord) -> str:
+def deliver(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> str:
     """Step 9: whatever is still owed for ``record`` (the verdict notice, the PR comment),
-    exactly once; returns the comment's detail."""
+    exactly once, the notice to ``req``'s recipient; returns the comment's detail."""
+    repo, pr = req.repo, req.pr
     path = ctx.ledger.verdict_path(repo, pr, record.patch_id)
     details: list[str] = []
 
@@ -154,7 +156,11 @@ def deliver(ctx: ReviewContext, repo: str, pr: int, record: VerdictRecord) -> st
             repo, pr, record.verdict, record.pr_url, record.head_sha, str(path)
         )
         for problem in send(
-            ctx.config.notify, note, environ=ctx.environ, transport=ctx.notify_transport
+            targets_for(ctx, req),
+            note,
+            environ=ctx.environ,
+            transport=ctx.notify_transport,
+            secrets=known_secrets(ctx.config, ctx.environ),
         ):
             log.warning("notification failed: %s", problem)
 

@@ -21,7 +21,8 @@ Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600
 A verdict file is exactly::
 
     VERDICT: APPROVE|REQUEST_CHANGES
-    PR: <url>
+    PR: <number>
+    PR_URL: <url>
     HEAD_SHA: <sha>
     PATCH_ID: <id>
     BASE: <branch>
@@ -30,7 +31,8 @@ A verdict file is exactly::
     ---
     <review body, verbatim>
 
-followed by one newline that is not part of the body.
+followed by one newline that is not part of the body. Files of the old header
+(``PR: <url>`` and no ``PR_URL`` line) still parse.
 
 Crash safety: verdict files, index.json and markers are written to a hidden temp file in
 the same directory, flushed and fsync'd, ``os.replace``d, and then the directory is
@@ -56,6 +58,7 @@ from __future__ import annotations
 
 import fcntl
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -135,6 +138,10 @@ class Ledger(LegLog, DeferredMarkers, PostedComments):
             record = parse_verdict(text)
             if record.patch_id != patch_id:
                 raise ValueError(f"PATCH_ID {record.patch_id} differs from the file name")
+            if record.pr is None:  # an old header: the number is the directory's
+                record = replace(record, pr=pr)
+            elif record.pr != pr:
+                raise ValueError(f"PR {record.pr} differs from the directory pr-{pr}")
         except ValueError as exc:
             log.warning("ignoring corrupt verdict file %s: %s", path, exc)
             return None
@@ -150,6 +157,12 @@ class Ledger(LegLog, DeferredMarkers, PostedComments):
         ``secret_leak`` when one appears encoded (:func:`wrapper.leakscan.find_leak`).
         """
         path = self.verdict_path(repo, pr, record.patch_id)
+        if record.pr is None:
+            record = replace(record, pr=pr)
+        elif record.pr != pr:
+            raise LedgerError(
+                f"verdict for {repo}#{pr} not written: its PR is {record.pr}", "invalid_record"
+            )
         text = render_verdict(record)
         values = list(secrets)
         if find_secrets(text, values):

@@ -18,7 +18,18 @@ from wrapper.errors import ConfigError
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
 DEFERRED_BUDGET_STATE = "deferred:budget"
-HEADER_KEYS = ("VERDICT", "PR", "HEAD_SHA", "PATCH_ID", "BASE", "REVIEWED_AT", "REVIEWER_MODEL")
+HEADER_KEYS = (
+    "VERDICT",
+    "PR",
+    "PR_URL",
+    "HEAD_SHA",
+    "PATCH_ID",
+    "BASE",
+    "REVIEWED_AT",
+    "REVIEWER_MODEL",
+)
+# Verdict files written before issue 18 had ``PR: <url>`` and no PR_URL line; they parse.
+OLD_HEADER_KEYS = ("VERDICT", "PR", "HEAD_SHA", "PATCH_ID", "BASE", "REVIEWED_AT", "REVIEWER_MODEL")
 SEPARATOR = "---"
 MIN_SECRET_LENGTH = 8  # shorter values would match ordinary text by chance
 DIR_MODE = 0o700
@@ -85,6 +96,9 @@ class VerdictRecord:
     reviewed_at: datetime  # aware
     model: str  # REVIEWER_MODEL
     body: str  # the review, verbatim
+    # The PR number (the ``PR:`` line). None until the ledger writes the record under its
+    # PR (Ledger.write_verdict fills it in) or when an old-header file is parsed alone.
+    pr: int | None = None
 
 
 @dataclass(frozen=True)

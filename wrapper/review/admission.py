@@ -29,6 +29,7 @@ def read_metadata(ctx: ReviewContext, req: ReviewRequest) -> PullRequest:
         pr_url = req.pr_url or f"https://github.com/{req.repo}/pull/{req.pr}"
         notify(
             ctx,
+            req,
             failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
         )
         raise
@@ -124,6 +125,8 @@ def admit(req: ReviewRequest, ctx: ReviewContext) -> PullRequest | ReviewReport:
     if req.pr < 1:
         raise ConfigError(f"--pr must be a positive integer, got {req.pr}", "invalid_pr")
     check_comment_id(req.comment_id)
+    if req.notify_to is not None:
+        ctx.config.recipient(req.notify_to)  # unknown_recipient before any work
     if is_self_comment(ctx, req.repo, req.comment_id):
         return ReviewReport(
             Outcome.SKIPPED_SELF_COMMENT,

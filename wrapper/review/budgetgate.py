@@ -47,6 +47,7 @@ def defer(
         )
     notify(
         ctx,
+        req,
         deferred_notification(
             req.repo, req.pr, budget, count, limit, reopens_at, pr_url, req.head_sha
         ),

@@ -14,11 +14,11 @@ import httpx
 
 from engine.github import GitHubClient
 from engine.jsonable import as_json
-from wrapper.config import KdevConfig
+from wrapper.config import KdevConfig, NotifyTarget
 from wrapper.errors import Outcome
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger
-from wrapper.notify import Notification, send
+from wrapper.notify import Notification, route, send
 from wrapper.review.sandbox import Sandbox
 
 log = logging.getLogger("kdev.review")
@@ -36,6 +36,7 @@ class ReviewRequest:
     author: str | None = None
     force: bool = False
     comment_id: int | None = None  # the comment that summoned this run (a mention)
+    notify_to: str | None = None  # --notify-to: a recipient of KDEV_CONFIG (wins)
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,27 @@ class ReviewContext:
     notify_transport: httpx.BaseTransport | None = None
     # Where command reviewers run; None: resolved from the config by leg_worktree.
     sandbox: Sandbox | None = None
+    # The schedule's own targets (a repos.yaml entry's notify when the sweep retries a
+    # deferral); None: routed by wrapper.notify.route.
+    schedule_notify: list[NotifyTarget] | None = None
 
 
-def notify(ctx: ReviewContext, note: Notification) -> None:
-    """Sends ``note`` to every configured target; a failed target is logged, never raised."""
+def targets_for(ctx: ReviewContext, req: ReviewRequest) -> list[NotifyTarget]:
+    """Where ``req``'s notices go (:func:`wrapper.notify.route`): the schedule's recipient,
+    else the PR author's, else the global targets."""
+    return route(
+        ctx.config,
+        req.repo,
+        req.author,
+        notify_to=req.notify_to,
+        schedule_targets=ctx.schedule_notify,
+    )
+
+
+def notify(ctx: ReviewContext, req: ReviewRequest, note: Notification) -> None:
+    """Sends ``note`` to ``req``'s targets; a failed target is logged, never raised."""
     for problem in send(
-        ctx.config.notify,
+        targets_for(ctx, req),
         note,
         environ=ctx.environ,
         transport=ctx.notify_transport,

@@ -31,7 +31,11 @@ def check_force_ready(config: KdevConfig) -> None:
 
 def resolve_head(req: ReviewRequest, pr: PullRequest) -> ReviewRequest:
     """``req`` with ``head_sha`` set: the given one (validated), else the PR's current
-    head. ``--force`` with a stale head raises ``ConfigError stale_head``."""
+    head; and ``author``, when not given, the PR's (it routes the notices,
+    :func:`wrapper.notify.route`). ``--force`` with a stale head raises ``ConfigError
+    stale_head``."""
+    if req.author is None and pr.user_login:
+        req = replace(req, author=pr.user_login)
     if not req.head_sha:
         return replace(req, head_sha=pr.head_sha)
     check_sha(req.head_sha, "--head-sha")

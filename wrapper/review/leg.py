@@ -56,6 +56,7 @@ def leg_worktree(
         exc = withhold_leak(exc, known_secrets(ctx.config, ctx.environ))
         notify(
             ctx,
+            req,
             failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
         )
         raise exc from None
@@ -95,9 +96,10 @@ def run_leg(
             reviewed_at=ctx.clock(),
             model=result.model,
             body=result.body,
+            pr=req.pr,
         )
         path = _record_verdict(ctx, req, record)
-    detail = deliver(ctx, req.repo, req.pr, record)
+    detail = deliver(ctx, req, record)
     return ReviewReport(
         Outcome.REVIEWED,
         req.repo,

@@ -64,7 +64,7 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
         carried_from=None if record.head_sha == req.head_sha else record.head_sha,
     )
     ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
-    owed = deliver(ctx, req.repo, req.pr, record)  # a run killed before its step 9
+    owed = deliver(ctx, req, record)  # a run killed before its step 9
     return ReviewReport(
         Outcome.CARRIED_FORWARD,
         req.repo,

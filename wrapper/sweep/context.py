@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from wrapper.notify import Notification, send
+from wrapper.notify import Notification, route, send
 
 if TYPE_CHECKING:
     import httpx
@@ -41,9 +41,13 @@ class SweepContext:
     schedule_health: Callable[[Sequence[str]], list[ScheduleHealthRow]] | None = None
 
 
-def targets_for(ctx: SweepContext, entry: RepositoryEntry) -> list[NotifyTarget]:
-    """The repository's notify targets, else KDEV_CONFIG's (the review-pr targets)."""
-    return list(entry.notify) if entry.notify is not None else list(ctx.kdev.notify)
+def targets_for(
+    ctx: SweepContext, entry: RepositoryEntry, author: str | None = None
+) -> list[NotifyTarget]:
+    """Where a notice about ``entry``'s repository goes (:func:`wrapper.notify.route`): the
+    entry's own ``notify``, else kdev.yaml's ``repositories.<repo>.notify_to``, else (for
+    a notice about one PR, ``author`` given) its author's recipient, else ``notify``."""
+    return route(ctx.kdev, entry.repo, author, schedule_targets=entry.notify)
 
 
 def send_to(ctx: SweepContext, targets: Sequence[NotifyTarget], note: Notification) -> list[str]:

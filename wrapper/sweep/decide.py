@@ -32,10 +32,10 @@ def is_verdict_clean(index: Mapping[str, IndexEntry], head_sha: str) -> bool:
 
 
 def wants_update(pr: PullRequest, index: Mapping[str, IndexEntry], behind_by: int) -> bool:
-    """Update-branch applies: open, same-repo, not a draft, clean at its head, behind."""
+    """Update-branch applies: open, same-repo, clean at its head, behind (a draft too:
+    nothing in the sweep treats drafts apart)."""
     return (
         pr.state == "open"
-        and not pr.draft
         and is_same_repo(pr)
         and is_verdict_clean(index, pr.head_sha)
         and behind_by > 0
@@ -44,10 +44,10 @@ def wants_update(pr: PullRequest, index: Mapping[str, IndexEntry], behind_by: in
 
 def wants_digest(graph: PullGraph, index: Mapping[str, IndexEntry]) -> bool:
     """An approval request: open, auto-merge armed, review still required, and clean at
-    the head GitHub reports now (never a stale head)."""
+    the head GitHub reports now (never a stale head). No draft is one: GitHub never arms
+    auto-merge on a draft."""
     return (
         graph.state == "OPEN"
-        and not graph.is_draft
         and not graph.is_cross_repository
         and graph.auto_merge_armed
         and graph.review_decision == REVIEW_REQUIRED
@@ -56,7 +56,7 @@ def wants_digest(graph: PullGraph, index: Mapping[str, IndexEntry]) -> bool:
 
 
 def should_retry(marker: DeferredMarker, current_head: str | None, now: datetime) -> bool:
-    """Retry a deferral when its head is still the PR's head (draft or not) and its
+    """Retry a deferral when its head is still the PR's head and its
     budget has reopened. A marker without a time (written by an older kdev) is retried
     now: review-pr decides again and writes a fresh marker if it is still held back."""
     return current_head == marker.head_sha and (

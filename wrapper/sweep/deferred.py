@@ -55,6 +55,8 @@ def _retry_one(
         clock=ctx.clock,
         reviewer_transport=ctx.reviewer_transport,
         notify_transport=ctx.notify_transport,
+        # The entry's own targets win over the author's recipient (wrapper.notify.route).
+        schedule_notify=None if entry.notify is None else list(entry.notify),
     )
     request = ReviewRequest(
         repo=entry.repo,

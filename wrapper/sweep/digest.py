@@ -23,7 +23,7 @@ def digest_rows(
     for pr in pulls:
         index = ctx.ledger.read_index(entry.repo, pr.number)
         # Only a PR clean at its listed head can qualify: spare it the GraphQL call.
-        if pr.draft or not is_verdict_clean(index, pr.head_sha):
+        if not is_verdict_clean(index, pr.head_sha):
             continue
         graph = pull_graph(ctx.github, entry.repo, pr.number)
         if not wants_digest(graph, index):

@@ -85,9 +85,7 @@ def sweep_repository(ctx: SweepContext, entry: RepositoryEntry) -> RepoReport:
     report.unreviewed = [
         pr.number
         for pr in pulls
-        if is_same_repo(pr)
-        and not pr.draft
-        and pr.head_sha not in ctx.ledger.read_index(entry.repo, pr.number)
+        if is_same_repo(pr) and pr.head_sha not in ctx.ledger.read_index(entry.repo, pr.number)
     ]
     return report
 

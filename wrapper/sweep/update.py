@@ -50,7 +50,7 @@ def update_branch(ctx: SweepContext, entry: RepositoryEntry, pr: PullRequest) ->
         )
         if merged.conflict:
             note = manual_rebase_notification(entry.repo, pr, merged.detail)
-            for problem in send_to(ctx, targets_for(ctx, entry), note):
+            for problem in send_to(ctx, targets_for(ctx, entry, pr.user_login), note):
                 log.warning("notification failed: %s", problem)
             return result(UpdateOutcome.NEEDS_MANUAL_REBASE, detail=merged.detail)
         if merged.up_to_date or merged.sha is None:
@@ -72,7 +72,8 @@ def manual_rebase_notification(repo: str, pr: PullRequest, detail: str) -> Notif
         (
             f"NEEDS MANUAL REBASE: {detail}",
             f"BASE: {pr.base_ref}",
-            f"PR: {pr.html_url}",
+            f"PR: {pr.number}",
+            f"PR_URL: {pr.html_url}",
             f"HEAD_SHA: {pr.head_sha}",
         )
     )
@@ -98,7 +99,7 @@ def update_all(
     results: list[UpdateResult] = []
     for pr in pulls:
         index = ctx.ledger.read_index(entry.repo, pr.number)
-        if not (is_same_repo(pr) and not pr.draft and is_verdict_clean(index, pr.head_sha)):
+        if not (is_same_repo(pr) and is_verdict_clean(index, pr.head_sha)):
             continue
         try:
             behind = compare(ctx.github, entry.repo, pr.base_ref, pr.head_sha).behind_by
