@@ -74,3 +74,13 @@ def test_show_prints_the_effective_config(tmp_path: Path) -> None:
     assert data["budgets"]["max_concurrent_legs_per_repo"] == 2  # a default, shown
     nothing = kdev("config", "validate", cwd=tmp_path)
     assert nothing.returncode == 2 and nothing.stderr.strip().endswith("[usage_error]")
+
+
+def test_show_withholds_a_webhook_urls_secret_path(tmp_path: Path) -> None:
+    hook = "https://hooks.example.test/services/T0SECRET/B0SECRET/abcdefghijklmnopqrstuvwx"
+    (tmp_path / "kdev.yaml").write_text(f"notify:\n  - {{type: webhook, url: '{hook}'}}\n")
+    for args in (("--json",), ()):
+        shown = kdev("--config", "kdev.yaml", "config", "show", *args, cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert "T0SECRET" not in shown.stdout and "abcdefghijklmnop" not in shown.stdout
+        assert "<withheld>" in shown.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 import yaml
@@ -44,12 +45,29 @@ def config_validate(
     guarded(work)
 
 
+def _withheld(value: Any, secrets: list[str]) -> Any:
+    """``value`` with every known secret (a webhook URL's secret path, say) replaced."""
+    if isinstance(value, str):
+        for secret in sorted(secrets, key=len, reverse=True):
+            value = value.replace(secret, "<withheld>")
+        return value
+    if isinstance(value, list):
+        return [_withheld(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {key: _withheld(item, secrets) for key, item in value.items()}
+    return value
+
+
 def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Print the effective kdev configuration, defaults included (it holds no secrets:
-    only the names of the variables that do)."""
+    """Print the effective kdev configuration, defaults included. It holds no secrets:
+    the names of the variables that hold them, and webhook URLs with their secret path
+    withheld."""
+    from wrapper.credentials import kdev_environ
+    from wrapper.leakscan import known_secrets
 
     def work() -> None:
-        data = load_config(config_path()).model_dump(mode="json")
+        config = load_config(config_path())
+        data = _withheld(config.model_dump(mode="json"), known_secrets(config, kdev_environ()))
         if as_json:
             typer.echo(json.dumps(data))
         else:
