@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -95,3 +96,21 @@ def ratio(value: float, baseline: float) -> str:
     if baseline <= 1e-12:
         return "n/a"
     return f"{value / baseline:.1f}x"
+
+
+def seed_interval_schedules(store: Any, count: int) -> None:
+    """``count`` interval schedules ``s0000``, ``s0001``, ... firing ``true`` every minute."""
+    from engine.schedules.spec import ScheduleSpec
+    from engine.store.enums import OverlapPolicy, TriggerType
+
+    for number in range(count):
+        store.add_schedule(
+            ScheduleSpec(
+                name=f"s{number:04d}",
+                trigger_type=TriggerType.INTERVAL,
+                interval_seconds=60,
+                command="true",
+                args=[],
+                overlap=OverlapPolicy.SKIP,
+            )
+        )

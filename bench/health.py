@@ -23,11 +23,10 @@ from pathlib import Path
 
 from sqlalchemy import insert, text
 
-from bench.common import backend_name, scratch_database
+from bench.common import backend_name, scratch_database, seed_interval_schedules
 from engine.health.status import schedule_health
-from engine.schedules.spec import ScheduleSpec
 from engine.store import db as dbmod
-from engine.store.models import OverlapPolicy, ScheduleRun, TriggerType
+from engine.store.models import ScheduleRun
 from engine.store.store import Store
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -46,17 +45,7 @@ class HealthSize:
 
 def _seed(store: Store, schedules: int, runs: int) -> float:
     began = time.perf_counter()
-    for number in range(schedules):
-        store.add_schedule(
-            ScheduleSpec(
-                name=f"s{number:04d}",
-                trigger_type=TriggerType.INTERVAL,
-                interval_seconds=60,
-                command="true",
-                args=[],
-                overlap=OverlapPolicy.SKIP,
-            )
-        )
+    seed_interval_schedules(store, schedules)
     step = SPREAD / max(runs, 1)
     chunk = 20_000
     with store.engine.begin() as connection:

@@ -22,10 +22,9 @@ from pathlib import Path
 
 from sqlalchemy import func, insert, select, text
 
-from bench.common import backend_name, scratch_database
-from engine.schedules.spec import ScheduleSpec
+from bench.common import backend_name, scratch_database, seed_interval_schedules
 from engine.store import db as dbmod
-from engine.store.models import OverlapPolicy, ScheduleRun, TriggerType
+from engine.store.models import ScheduleRun
 from engine.store.retention import RunRetention, prune
 from engine.store.store import Store
 
@@ -48,17 +47,7 @@ class RetentionSize:
 
 
 def _seed(store: Store, schedules: int, runs: int, days: int) -> None:
-    for number in range(schedules):
-        store.add_schedule(
-            ScheduleSpec(
-                name=f"s{number:04d}",
-                trigger_type=TriggerType.INTERVAL,
-                interval_seconds=60,
-                command="true",
-                args=[],
-                overlap=OverlapPolicy.SKIP,
-            )
-        )
+    seed_interval_schedules(store, schedules)
     spread = timedelta(days=days)
     step = spread / max(runs, 1)
     with store.engine.begin() as connection:

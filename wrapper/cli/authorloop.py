@@ -17,6 +17,14 @@ from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
 
 
+def max_duration_of(text: str) -> float:
+    """``--max-duration`` in seconds; a bad duration is ConfigError (exit 2)."""
+    try:
+        return parse_duration(text, what="--max-duration")
+    except LiError as exc:
+        raise ConfigError(exc.message, exc.reason) from None
+
+
 def watch_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
@@ -35,10 +43,7 @@ def watch_cmd(
 
     def work() -> int:
         check_repo(repo)
-        try:
-            seconds = parse_duration(max_duration, what="--max-duration")
-        except LiError as exc:
-            raise ConfigError(exc.message, exc.reason) from None
+        seconds = max_duration_of(max_duration)
         with github_client(Settings.from_env(kdev_environ())) as client:
             watch = PrWatch(client, repo, pr, emit, interval=interval, max_duration=seconds)
             return watch.run().exit_code
@@ -189,10 +194,7 @@ def check_ci_cmd(
 
     def work() -> int:
         check_repo(repo)
-        try:
-            seconds = parse_duration(max_duration, what="--max-duration")
-        except LiError as exc:
-            raise ConfigError(exc.message, exc.reason) from None
+        seconds = max_duration_of(max_duration)
         with github_client(Settings.from_env(kdev_environ())) as client:
             check = CiCheck(client, repo, pr, interval=interval, max_duration=seconds)
             try:
