@@ -148,6 +148,44 @@ class RepositorySettings(_Strict):
         return None if value is None else check_recipient_name(value)
 
 
+class ReviewBot(_Strict):
+    """One review bot: how to ask it, and how it says it is out of quota."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    login: str = Field(min_length=1)  # the account its comments come from
+    trigger: str = Field(min_length=1)  # the comment that asks it for a review
+    quota_pattern: str | None = None  # a regular expression, case-insensitive
+
+    @field_validator("quota_pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"quota_pattern is not a regular expression: {exc}") from None
+        return value
+
+
+DEFAULT_BOTS: tuple[ReviewBot, ...] = (
+    ReviewBot(
+        name="gemini",
+        login="gemini-code-assist[bot]",
+        trigger="/gemini review",
+        quota_pattern=r"reached your daily quota limit",
+    ),
+    ReviewBot(name="cursor", login="cursor[bot]", trigger="@cursor review"),
+    ReviewBot(name="claude", login="claude[bot]", trigger="@claude review"),
+)
+
+
+class ReviewBots(_Strict):
+    """``review_bots`` of kdev.yaml."""
+
+    bots: list[ReviewBot] = Field(default_factory=lambda: list(DEFAULT_BOTS), min_length=1)
+    per_round: int | None = Field(default=None, ge=1)  # None: every bot
+
+
 class KdevConfig(_Strict):
     """The whole ``KDEV_CONFIG`` file. Every key is optional."""
 
@@ -184,6 +222,8 @@ class KdevConfig(_Strict):
     recipients: dict[str, list[NotifyTarget]] = Field(default_factory=dict)
     notify_authors: dict[str, str] = Field(default_factory=dict)
     repositories: dict[str, RepositorySettings] = Field(default_factory=dict)
+    # The review bots kdev request-reviews asks, in order (docs/author-loop.md).
+    review_bots: ReviewBots = Field(default_factory=ReviewBots)
 
     @field_validator("recipients")
     @classmethod

@@ -214,3 +214,30 @@ def check_ci_cmd(
     code = guarded(work)
     if code:
         raise typer.Exit(code)
+
+
+def request_reviews_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Ask the configured review bots for a round; a bot out of quota today is skipped
+    and its turn falls to the next bot."""
+    from wrapper.authorloop.requests import request_reviews
+
+    def work() -> None:
+        check_repo(repo)
+        config, ledger = open_ledger(reviews_dir)
+        environ = kdev_environ()
+        with github_client(Settings.from_env(environ)) as client:
+            done = request_reviews(client, ledger, config, environ, repo, pr)
+        if as_json:
+            typer.echo(json.dumps({"repo": repo, "pr": pr, "bots": [d.to_json() for d in done]}))
+            return
+        for item in done:
+            detail = f" (comment {item.comment_id})" if item.comment_id else ""
+            reason = f": {item.reason}" if item.reason else ""
+            typer.echo(f"{item.bot}  {item.state}{detail}{reason}")
+
+    guarded(work)
