@@ -16,7 +16,7 @@ from __future__ import annotations
 import typer
 
 from engine.clikit import OneLineErrorsTyper
-from wrapper.cli import authorloop, common, config, explain, review, sweep, verdicts
+from wrapper.cli import authorloop, common, config, explain, loop, review, sweep, verdicts
 
 app = OneLineErrorsTyper(
     name="kdev",
@@ -52,6 +52,8 @@ app.command("hide")(authorloop.hide_cmd)
 app.command("pr-status")(authorloop.pr_status_cmd)
 app.command("check-ci")(authorloop.check_ci_cmd)
 app.command("request-reviews")(authorloop.request_reviews_cmd)
+app.command("triage")(loop.triage_cmd)
+app.command("loop-status")(loop.loop_status_cmd)
 app.command("explain")(explain.explain_cmd)
 config_app.command("validate")(config.config_validate)
 config_app.command("show")(config.config_show)

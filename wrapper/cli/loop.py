@@ -1,0 +1,68 @@
+"""``kdev triage`` and ``kdev loop-status``: the author loop's decisions (docs/author-loop.md)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from engine.config import Settings
+from engine.github import github_client
+from wrapper.cli.common import guarded, open_ledger
+from wrapper.config import check_repo
+from wrapper.credentials import kdev_environ
+
+
+def triage_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    decide: list[str] = typer.Option(
+        [], "--decide", help="ID=fix, ID=escalate or ID=reject:REASON (repeatable)."
+    ),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """One decision per open comment (fix, reject with a reason, escalate), by rules
+    first and by hand with --decide; an escalation notifies the owner once."""
+    from wrapper.authorloop.decisions import parse_manual
+    from wrapper.authorloop.triage_run import run_triage
+
+    def work() -> None:
+        check_repo(repo)
+        manual = parse_manual(decide)
+        config, ledger = open_ledger(reviews_dir)
+        environ = kdev_environ()
+        with github_client(Settings.from_env(environ)) as client:
+            decided = run_triage(client, ledger, config, environ, repo, pr, manual)
+        if as_json:
+            shown = [d.to_json() for d in decided.values()]
+            typer.echo(json.dumps({"repo": repo, "pr": pr, "decisions": shown}))
+            return
+        for item in decided.values():
+            typer.echo(f"{item.comment_id}  {item.decision}  ({item.by}) {item.reason}")
+
+    guarded(work)
+
+
+def loop_status_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """continue, one_more_round, stop_clean, stop_ceiling or escalate, and why (from the
+    ledger's review rounds and triage decisions; no GitHub call)."""
+    from wrapper.authorloop.decisions import read_decisions
+    from wrapper.authorloop.loopstatus import loop_status
+    from wrapper.authorloop.pr_status import review_rounds
+
+    def work() -> None:
+        check_repo(repo)
+        _, ledger = open_ledger(reviews_dir)
+        status = loop_status(review_rounds(ledger, repo, pr), read_decisions(ledger, repo, pr))
+        if as_json:
+            typer.echo(json.dumps(status.to_json()))
+            return
+        typer.echo(f"{status.state}: {status.reason}")
+
+    guarded(work)
