@@ -139,3 +139,50 @@ def test_triage_decides_stores_and_escalates_once(sim: GitHubSim, tmp_path: Path
     bad = kdev("triage", "--decide", "123456=fix")
     assert bad.returncode == 2 and "[invalid_decision]" in bad.stderr
     assert TOKEN not in done.stdout + done.stderr
+
+
+def test_close_out_replies_resolves_hides_in_order_and_only_once(
+    sim: GitHubSim, tmp_path: Path
+) -> None:
+    pr = sim.open_pr(REPO, "feature/x", {"app.py": "a = 1\nb = 3\nc = 3\n"}, author="author")
+    bot = ("gemini-code-assist[bot]", 7)
+    finding = sim.comment(REPO, pr.number, "![medium] b changed", bot, kind="review",
+                          path="app.py", line=2)  # fmt: skip
+    nit = sim.comment(REPO, pr.number, "nit: spacing", bot)
+    (tmp_path / "kdev.yaml").write_text("mention_handle: kdev-bot\n")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "GITHUB_API_URL": sim.url,
+        "GITHUB_TOKEN": TOKEN,
+        "KDEV_CONFIG": str(tmp_path / "kdev.yaml"),
+        "KDEV_REVIEWS_DIR": str(tmp_path / "reviews"),
+    }
+
+    def kdev(*args: str) -> dict[str, object]:
+        argv = [KDEV, *args, "--repo", REPO, "--pr", str(pr.number), "--json"]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    kdev("triage")
+    first = kdev("close-out")["closed"]
+    # Only the rejected nit is settled: the fix is not pushed yet.
+    assert first == [
+        {"comment_id": nit.id, "decision": "reject", "done_now": ["replied", "hidden"],
+         "done_before": []},
+    ]  # fmt: skip
+    bodies = [c.body for c in sim.comments(REPO) if c.pull_number == pr.number]
+    assert any("Won't fix: P3: optional, outside this loop" in b for b in bodies)
+    assert sim.minimized(REPO, nit.id) and not sim.minimized(REPO, finding.id)
+
+    sim.push(REPO, pr.number, {"app.py": "a = 1\nb = 2\nc = 3\n"})
+    second = kdev("close-out")["closed"]
+    fixed = next(c for c in second if c["comment_id"] == finding.id)
+    assert fixed["done_now"] == ["replied", "resolved", "hidden"]
+    assert sim.thread_resolved(REPO, finding.id) and sim.minimized(REPO, finding.id)
+    replies = [c for c in sim.comments(REPO) if c.in_reply_to_id == finding.id]
+    assert len(replies) == 1 and replies[0].body.startswith("Fixed in ")
+    third = kdev("close-out")["closed"]
+    assert all(c["done_now"] == [] for c in third)  # idempotent
+    assert len([c for c in sim.comments(REPO) if c.in_reply_to_id == finding.id]) == 1

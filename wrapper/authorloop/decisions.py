@@ -49,6 +49,7 @@ class Decision:
     path: str | None = None
     line: int | None = None
     notified: bool = False  # an escalation's notice went out
+    closed: tuple[str, ...] = ()  # close-out steps done: replied, resolved, hidden
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self)
@@ -111,6 +112,7 @@ def _decision(
     item: Feedback, choice: str, reason: str, by: str, head: str, before: Decision | None
 ) -> Decision:
     notified = before is not None and before.notified and choice == "escalate"
+    closed = before.closed if before is not None else ()
     return Decision(
         item.id,
         choice,
@@ -122,6 +124,7 @@ def _decision(
         item.path,
         item.line,
         notified,
+        closed,
     )
 
 
@@ -134,7 +137,10 @@ def read_decisions(ledger: Ledger, repo: str, pr: int) -> dict[int, Decision]:
     path = triage_path(ledger, repo, pr)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return {int(key): Decision(**value) for key, value in data["decisions"].items()}
+        return {
+            int(key): Decision(**{**value, "closed": tuple(value.get("closed", ()))})
+            for key, value in data["decisions"].items()
+        }
     except FileNotFoundError:
         return {}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

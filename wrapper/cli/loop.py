@@ -66,3 +66,29 @@ def loop_status_cmd(
         typer.echo(f"{status.state}: {status.reason}")
 
     guarded(work)
+
+
+def close_out_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """For every comment whose triage is settled: reply, then resolve, then hide.
+    Idempotent; reports what it did."""
+    from wrapper.authorloop.closeout import close_out
+
+    def work() -> None:
+        check_repo(repo)
+        config, ledger = open_ledger(reviews_dir)
+        environ = kdev_environ()
+        with github_client(Settings.from_env(environ)) as client:
+            done = close_out(client, ledger, config, environ, repo, pr)
+        if as_json:
+            typer.echo(json.dumps({"repo": repo, "pr": pr, "closed": [d.to_json() for d in done]}))
+            return
+        for item in done:
+            now = ", ".join(item.done_now) or "nothing left to do"
+            typer.echo(f"{item.comment_id}  {item.decision}: {now}")
+
+    guarded(work)
