@@ -761,10 +761,12 @@ def test_graphql_answers_the_pull_request_fields_the_pipeline_reads(
     assert ask()["data"]["repository"]["pullRequest"]["reviewDecision"] == "REVIEW_REQUIRED"
 
     sim.set_auto_merge(REPO, 1, "squash")
-    sim.set_draft(REPO, 1)
     node = ask()["data"]["repository"]["pullRequest"]
     assert node["autoMergeRequest"]["mergeMethod"] == "SQUASH"
     assert node["autoMergeRequest"]["enabledAt"] == "2024-05-01T12:00:00Z"
+    sim.set_draft(REPO, 1)  # as on GitHub, converting to draft disarms auto-merge
+    node = ask()["data"]["repository"]["pullRequest"]
+    assert node["autoMergeRequest"] is None
     assert (node["isDraft"], node["mergeStateStatus"]) == (True, "DRAFT")
     sim.set_draft(REPO, 1, False)
     sim.commit_to_base(REPO, {"a.txt": "conflict\n"})
