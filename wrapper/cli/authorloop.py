@@ -7,11 +7,9 @@ import json
 
 import typer
 
-from engine.config import Settings
 from engine.durations import parse_duration
 from engine.errors import LiError
-from engine.github import github_client
-from wrapper.cli.common import guarded, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
@@ -39,7 +37,7 @@ def watch_cmd(
             seconds = parse_duration(max_duration, what="--max-duration")
         except LiError as exc:
             raise ConfigError(exc.message, exc.reason) from None
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             watch = PrWatch(client, repo, pr, emit, interval=interval, max_duration=seconds)
             return watch.run().exit_code
 
@@ -60,7 +58,7 @@ def comments_cmd(
 
     def work() -> None:
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             report = collect_feedback(client, repo, pr, unresolved=unresolved)
         if as_json:
             typer.echo(json.dumps(report.to_json()))
@@ -97,7 +95,7 @@ def reply_cmd(
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             result = reply(client, config, kdev_environ(), repo, pr, comment_id, text, ledger)
         if as_json:
             typer.echo(json.dumps(result.to_json()))
@@ -118,7 +116,7 @@ def resolve_cmd(
 
     def work() -> None:
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             thread = resolve(client, repo, pr, node)
         if as_json:
             shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": True}
@@ -137,7 +135,7 @@ def hide_cmd(
     from wrapper.authorloop.threads import hide
 
     def work() -> None:
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             reason = hide(client, node)
         if as_json:
             typer.echo(json.dumps({"node": node, "hidden": True, "reason": reason}))
@@ -159,7 +157,7 @@ def pr_status_cmd(
     def work() -> None:
         _, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             status = pr_status(client, ledger, repo, pr)
         if as_json:
             typer.echo(json.dumps(status.to_json()))

@@ -10,9 +10,7 @@ from typing import Any
 
 import typer
 
-from engine.config import Settings
-from engine.github import github_client
-from wrapper.cli.common import guarded, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
@@ -22,7 +20,6 @@ from wrapper.ledger.outcomes import OutcomeLog, keep_from_env, recorded, secret_
 from wrapper.metrics import count_outcome
 from wrapper.review.patch_id import fetch_pr_refs
 from wrapper.review.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
-from wrapper.review.roster import build_roster, read_roster_files
 
 
 def review_pr_cmd(
@@ -46,8 +43,7 @@ def review_pr_cmd(
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        settings = Settings.from_env(kdev_environ())
-        with github_client(settings) as client:
+        with open_github() as client:
             ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             req = ReviewRequest(
                 repo=repo,
@@ -142,8 +138,7 @@ def describe_pr_cmd(
         check_repo(repo)
         if head_sha:
             check_sha(head_sha, "--head-sha")
-        settings = Settings.from_env(kdev_environ())
-        with github_client(settings) as client:
+        with open_github() as client:
             ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             req = ReviewRequest(
                 repo=repo,
@@ -173,6 +168,8 @@ def reviewers_cmd(
     """Which focused reviewers (defaults + AGENT-REVIEWERS.md) apply to a change."""
 
     def work() -> None:
+        from wrapper.review.roster import build_roster, read_roster_files
+
         if head is not None and (base is None or pr is not None):
             raise ConfigError("--head goes with --base and without --pr", "usage_error")
         if pr is None and head is None and not changed:

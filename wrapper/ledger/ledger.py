@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import fcntl
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from wrapper.errors import LedgerError
@@ -71,6 +71,7 @@ from wrapper.ledger.codec import (
 from wrapper.ledger.deferred import DeferredMarkers
 from wrapper.ledger.files import fsync_dir, log, read_text, write_failed
 from wrapper.ledger.legs import LegLog
+from wrapper.ledger.listing import LedgerPage, Query, page_ledger
 from wrapper.ledger.posted import PostedComments
 from wrapper.ledger.records import (
     DEFERRED_BUDGET_STATE,
@@ -218,54 +219,21 @@ class Ledger(LegLog, DeferredMarkers, PostedComments):
 
     # --- listing -------------------------------------------------------------------------
 
-    def list_ledger(self, repo: str | None = None, pr: int | None = None) -> list[LedgerRow]:
+    def list_ledger(
+        self,
+        repo: str | None = None,
+        pr: int | None = None,
+        *,
+        since: datetime | None = None,
+    ) -> list[LedgerRow]:
         """The rows of ``kdev verdicts``: one per index entry (kind reviewed or carried)
-        and one per deferred marker (kind deferred), ordered by repo, pr, then time.
-
-        A PR whose index is corrupt is skipped with a warning.
+        and one per deferred marker (kind deferred), ordered by repo, pr, then time; only
+        those at or after ``since`` if given. A PR whose index is corrupt is skipped with
+        a warning.
         """
-        if pr is not None:
-            check_pr(pr)
-        rows: list[LedgerRow] = []
-        for name, repo_path in self._repos(repo):
-            for number, pr_path in self._prs(repo_path):
-                if pr is not None and number != pr:
-                    continue
-                try:
-                    index = self.read_index(name, number)
-                except LedgerError as exc:
-                    log.warning("skipping %s#%d: %s", name, number, exc)
-                    index = {}
-                rows.extend(
-                    LedgerRow(
-                        repo=name,
-                        pr=number,
-                        head_sha=head,
-                        patch_id=entry.patch_id,
-                        verdict=entry.verdict,
-                        reviewed_at=entry.reviewed_at,
-                        kind=entry.kind,
-                        carried_from=entry.carried_from,
-                    )
-                    for head, entry in index.items()
-                )
-                rows.extend(
-                    LedgerRow(
-                        repo=name,
-                        pr=number,
-                        head_sha=marker.head_sha,
-                        patch_id=None,
-                        verdict=None,
-                        reviewed_at=None,
-                        kind=RowKind.DEFERRED,
-                        deferred=marker,
-                    )
-                    for marker in self._markers(pr_path)
-                )
+        return self.page_ledger(Query(repo=repo, pr=pr, since=since)).rows
 
-        def order(row: LedgerRow) -> tuple[str, int, datetime, str]:
-            moment = row.reviewed_at or (row.deferred.created_at if row.deferred else None)
-            return (row.repo, row.pr, moment or datetime.min.replace(tzinfo=UTC), row.head_sha)
-
-        rows.sort(key=order)
-        return rows
+    def page_ledger(self, query: Query) -> LedgerPage:
+        """One page of :meth:`list_ledger` (wrapper.ledger.listing): read through the PR
+        index, so only the PR directories that hold the page's rows are opened."""
+        return page_ledger(self, query)

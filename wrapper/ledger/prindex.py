@@ -1,0 +1,229 @@
+"""The per-repository PR index, ``prs.index.json``, kept beside the PR directories (issue 19).
+
+``kdev verdicts``, ``Ledger.list_deferred`` and the sweep used to open every ``pr-N/``
+directory: list it for deferred markers and read its ``index.json``. The PR index holds,
+per PR directory, what those readers need without opening it: its deferred markers in
+full, how many index entries it has and the newest time among them and the markers. A
+reader then stats each directory instead of reading it, and reads only the PRs whose
+rows it will show.
+
+It is never believed while stale. Each entry carries a *stamp*: (inode, size, mtime and
+ctime in ns) of the PR directory, of its ``index.json`` and of each of its marker files,
+taken before they were read. Any writer that adds, replaces or removes one of those files
+changes the directory's mtime and ctime (kdev writes by rename; an in-place edit changes
+the file's own stamp), so an entry whose stamp no longer matches is read again. A stamp
+taken less than :data:`RACY_NS` after a file's mtime is not trusted at all (a file system
+keeps times at a clock tick's precision, so a change in the same tick could keep the same
+times; git's "racily clean" problem): such an entry is read every time until it has
+aged. Once the recorded mtimes are that old, any later change sets a newer one. A
+missing, unreadable or corrupt index is rebuilt. No writer of markers or
+verdicts maintains it, so no crash between two writes, no older kdev and no operator's
+edit can leave it wrong; the reader that finds entries out of date refreshes them and
+rewrites the file, under ``.prs.index.lock`` taken without waiting (a busy lock means
+another reader is writing it; this one's answer does not depend on the file).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from wrapper.errors import LedgerError
+from wrapper.ledger.codec import index_from_json, marker_from_json
+from wrapper.ledger.files import read_text
+from wrapper.ledger.records import (
+    INDEX_FILE,
+    PR_DIR_RE,
+    DeferredMarker,
+    format_timestamp,
+    parse_timestamp,
+)
+
+log = logging.getLogger("wrapper.ledger.ledger")
+
+PR_INDEX_FILE = "prs.index.json"
+PR_INDEX_LOCK = ".prs.index.lock"
+FORMAT = 1
+# File times at least this much older than the moment a stamp was taken are trusted to
+# change on the next write (coarse kernel clock ticks, 1-2 s on some file systems).
+RACY_NS = 2_000_000_000
+
+Stamp = tuple[tuple[str, int, int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class PrSummary:
+    """What the PR index knows about one ``pr-N/`` directory."""
+
+    pr: int
+    stamp: Stamp
+    trusted: bool  # False: read the directory again next time
+    rows: int  # index.json entries (0 when it is absent or corrupt)
+    newest: datetime | None  # the newest reviewed_at / created_at of its rows
+    markers: tuple[DeferredMarker, ...]  # in file-name order, the corrupt ones left out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stamp": [list(item) for item in self.stamp],
+            "trusted": self.trusted,
+            "rows": self.rows,
+            "newest": None if self.newest is None else format_timestamp(self.newest),
+            "markers": [marker.to_json() for marker in self.markers],
+        }
+
+    @classmethod
+    def from_json(cls, pr: int, data: Any) -> PrSummary:
+        stamp = tuple((str(n), int(i), int(s), int(m), int(c)) for n, i, s, m, c in data["stamp"])
+        newest = data["newest"]
+        return cls(
+            pr,
+            stamp,
+            data["trusted"] is True,
+            int(data["rows"]),
+            None if newest is None else parse_timestamp(newest),
+            tuple(marker_from_json(json.dumps(item)) for item in data["markers"]),
+        )
+
+
+def _stat_item(directory: Path, name: str) -> tuple[str, int, int, int, int] | None:
+    try:
+        result = os.stat(directory / name if name != "." else directory)
+    except FileNotFoundError:
+        return None
+    return (name, result.st_ino, result.st_size, result.st_mtime_ns, result.st_ctime_ns)
+
+
+def current_stamp(directory: Path, names: Sequence[str]) -> Stamp:
+    """The stamp of ``directory`` and its files ``names`` (absent ones left out)."""
+    items = (_stat_item(directory, name) for name in (".", *names))
+    return tuple(item for item in items if item is not None)
+
+
+def _marker_names(directory: Path) -> list[str]:
+    with os.scandir(directory) as entries:
+        return sorted(
+            e.name for e in entries if e.name.startswith("deferred-") and e.name.endswith(".json")
+        )
+
+
+def scan_pr(pr: int, directory: Path, began_ns: int) -> PrSummary:
+    """Reads ``directory`` (one ``pr-N/``) into its summary; ``began_ns`` is the wall clock
+    (``time.time_ns``) before anything was stat'd or read."""
+    names = _marker_names(directory)
+    stamp = current_stamp(directory, [INDEX_FILE, *names])
+    trusted = all(item[3] < began_ns - RACY_NS for item in stamp)
+    markers: list[DeferredMarker] = []
+    for name in names:
+        path = directory / name
+        try:
+            text = read_text(path)  # LedgerError when it cannot be read: loud, as before
+            if text is None:  # removed since the listing
+                trusted = False
+                continue
+            marker = marker_from_json(text)
+            if name != f"deferred-{marker.head_sha}.json":
+                raise ValueError("head_sha differs from the file name")
+        except ValueError as exc:
+            log.warning("ignoring corrupt deferred marker %s: %s", path, exc)
+            trusted = False  # warned again by every reader, as before the index
+            continue
+        markers.append(marker)
+    moments = [marker.created_at for marker in markers]
+    rows = 0
+    try:
+        text = read_text(directory / INDEX_FILE)
+        if text is not None:
+            index = index_from_json(text)
+            rows = len(index)
+            moments += [entry.reviewed_at for entry in index.values()]
+    except (ValueError, LedgerError):
+        trusted = False  # the listing reads it and reports it, every time
+        rows = 1
+    return PrSummary(pr, stamp, trusted, rows, max(moments, default=None), tuple(markers))
+
+
+def still_valid(summary: PrSummary, directory: Path) -> bool:
+    """True if ``summary`` may be believed for ``directory`` as it is now."""
+    if not summary.trusted:
+        return False
+    names = [item[0] for item in summary.stamp if item[0] != "."]
+    now = current_stamp(directory, names)
+    if now != summary.stamp:
+        return False
+    # A marker added or removed changes the directory's stamp, which was just compared;
+    # an index.json that appeared likewise.
+    return True
+
+
+def pr_dirs(repo_dir: Path) -> list[tuple[int, Path]]:
+    """The ``pr-N`` directories of a repository directory, by number."""
+    found = []
+    try:
+        with os.scandir(repo_dir) as entries:
+            for entry in entries:
+                match = PR_DIR_RE.match(entry.name)
+                if match and entry.is_dir(follow_symlinks=False):
+                    found.append((int(match.group(1)), Path(entry.path)))
+    except FileNotFoundError:
+        return []
+    found.sort()
+    return found
+
+
+def load(repo_dir: Path) -> dict[int, PrSummary]:
+    """The PR index as written; {} when it is missing or cannot be used."""
+    path = repo_dir / PR_INDEX_FILE
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError("unknown format")
+        return {int(pr): PrSummary.from_json(int(pr), raw) for pr, raw in data["prs"].items()}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, TypeError, KeyError, IndexError) as exc:
+        log.warning("rebuilding %s: %s", path, exc)
+        return {}
+
+
+def render(summaries: dict[int, PrSummary]) -> str:
+    body = {
+        "format": FORMAT,
+        "prs": {str(pr): summary.to_json() for pr, summary in sorted(summaries.items())},
+    }
+    return json.dumps(body, separators=(",", ":")) + "\n"
+
+
+def refresh(repo_dir: Path, save: Callable[[dict[int, PrSummary]], None]) -> dict[int, PrSummary]:
+    """The summary of every PR directory of ``repo_dir`` as it is now: the PR index's
+    entries that still match their directory, the others read again. ``save`` is called
+    with the result when it differs from the file."""
+    began_ns = time.time_ns()
+    old = load(repo_dir)
+    fresh: dict[int, PrSummary] = {}
+    changed = False
+    for pr, directory in pr_dirs(repo_dir):
+        summary = old.get(pr)
+        if summary is None or not still_valid(summary, directory):
+            try:
+                summary = scan_pr(pr, directory, began_ns)
+            except FileNotFoundError:  # removed while listing
+                changed = True
+                continue
+            changed = changed or summary != old.get(pr)
+        fresh[pr] = summary
+    if changed or fresh.keys() != old.keys():
+        save(fresh)
+    return fresh
+
+
+def iter_markers(summaries: dict[int, PrSummary]) -> Iterator[tuple[int, DeferredMarker]]:
+    for pr in sorted(summaries):
+        for marker in summaries[pr].markers:
+            yield pr, marker
