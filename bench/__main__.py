@@ -20,6 +20,7 @@ from bench import (
     legs,
     poll,
     sandbox,
+    verdicts,
 )
 
 FULL: dict[str, Any] = {
@@ -35,6 +36,7 @@ FULL: dict[str, Any] = {
     "ledger_legs": (1_000, 100_000),
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
+    "verdicts_prs": 10_000,
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -49,6 +51,7 @@ QUICK: dict[str, Any] = {
     "ledger_legs": (1_000, 20_000),
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
+    "verdicts_prs": 2_000,
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -60,6 +63,7 @@ BENCHMARKS = (
     "health",
     "fastpath",
     "ledger",
+    "verdicts",
 )
 
 
@@ -149,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         if "ledger" in chosen:
             measured = [ledger_window.measure_size(n, workdir) for n in sizes["ledger_legs"]]
             _emit([*ledger_window.report(measured), ""])
+        if "verdicts" in chosen:
+            measured_verdicts = verdicts.measure(int(sizes["verdicts_prs"]), workdir)
+            _emit([*verdicts.report(measured_verdicts), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])

@@ -40,16 +40,21 @@ class DeferredMarkers(LedgerFiles):
         """
         found: list[tuple[str, int, DeferredMarker]] = []
         for name, _ in self._repos(repo):
-            summaries = self.pr_summaries(name)
+            summaries = self.pr_summaries(name, with_index=False)
             found.extend((name, pr, marker) for pr, marker in prindex.iter_markers(summaries))
         found.sort(key=lambda t: (t[0], t[1], t[2].created_at, t[2].head_sha))
         return found
 
-    def pr_summaries(self, repo: str) -> dict[int, PrSummary]:
+    def pr_summaries(self, repo: str, *, with_index: bool = True) -> dict[int, PrSummary]:
         """Every PR directory of ``repo`` summarised as it is now (wrapper.ledger.prindex);
-        the index file is rewritten when entries had to be read again."""
+        the index file is rewritten when entries had to be read again. ``with_index=False``
+        when only the markers are needed (index.json's own stamp is not checked)."""
         directory = self.repo_dir(repo)
-        return prindex.refresh(directory, lambda found: self._save_pr_index(directory, found))
+        return prindex.refresh(
+            directory,
+            lambda found: self._save_pr_index(directory, found),
+            with_index=with_index,
+        )
 
     def _save_pr_index(self, directory: Path, summaries: dict[int, PrSummary]) -> None:
         try:

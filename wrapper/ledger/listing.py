@@ -148,9 +148,10 @@ def _candidates(
             continue
         if summary.rows == 0 and not summary.markers:
             continue
-        newest = summary.newest
-        if query.since is not None and summary.trusted and (newest is None or newest < query.since):
-            continue
+        if query.since is not None and summary.trusted:
+            newest = summary.newest  # None: unknown, so the PR is read
+            if newest is not None and newest < query.since:
+                continue
         yield pr, summary.markers
 
 

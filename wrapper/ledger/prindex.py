@@ -55,65 +55,66 @@ FORMAT = 1
 # change on the next write (coarse kernel clock ticks, 1-2 s on some file systems).
 RACY_NS = 2_000_000_000
 
-Stamp = tuple[tuple[str, int, int, int, int], ...]
+StampItem = list[Any]  # [name, inode, size, mtime_ns, ctime_ns], as stored in the file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=True)
 class PrSummary:
-    """What the PR index knows about one ``pr-N/`` directory."""
+    """What the PR index knows about one ``pr-N/`` directory: its entry in the file, kept
+    in its JSON form (``stamp``, ``trusted``, ``rows``, ``newest``, ``markers``) so that
+    checking ten thousand of them parses nothing but the few markers."""
 
     pr: int
-    stamp: Stamp
-    trusted: bool  # False: read the directory again next time
-    rows: int  # index.json entries (0 when it is absent or corrupt)
-    newest: datetime | None  # the newest reviewed_at / created_at of its rows
-    markers: tuple[DeferredMarker, ...]  # in file-name order, the corrupt ones left out
+    raw: dict[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "stamp": [list(item) for item in self.stamp],
-            "trusted": self.trusted,
-            "rows": self.rows,
-            "newest": None if self.newest is None else format_timestamp(self.newest),
-            "markers": [marker.to_json() for marker in self.markers],
-        }
+    @property
+    def trusted(self) -> bool:
+        """False: read the directory again next time (racy, or something was corrupt)."""
+        return self.raw["trusted"] is True
 
-    @classmethod
-    def from_json(cls, pr: int, data: Any) -> PrSummary:
-        stamp = tuple((str(n), int(i), int(s), int(m), int(c)) for n, i, s, m, c in data["stamp"])
-        newest = data["newest"]
-        return cls(
-            pr,
-            stamp,
-            data["trusted"] is True,
-            int(data["rows"]),
-            None if newest is None else parse_timestamp(newest),
-            tuple(marker_from_json(json.dumps(item)) for item in data["markers"]),
-        )
+    @property
+    def rows(self) -> int:
+        """index.json's entries (1 when it is corrupt: the listing reads and reports it)."""
+        return int(self.raw["rows"])
+
+    @property
+    def newest(self) -> datetime | None:
+        """The newest reviewed_at / created_at of the PR's rows; None if unknown."""
+        text = self.raw["newest"]
+        try:
+            return None if text is None else parse_timestamp(text)
+        except (ValueError, TypeError):
+            return None
+
+    @property
+    def markers(self) -> tuple[DeferredMarker, ...]:
+        """The PR's markers in file-name order, the corrupt ones left out."""
+        return tuple(marker_from_json(json.dumps(item)) for item in self.raw["markers"])
 
 
-def _stat_item(directory: Path, name: str) -> tuple[str, int, int, int, int] | None:
+def _stat_item(path: str, name: str) -> StampItem | None:
     try:
-        result = os.stat(directory / name if name != "." else directory)
+        result = os.stat(path)
     except FileNotFoundError:
         return None
-    return (name, result.st_ino, result.st_size, result.st_mtime_ns, result.st_ctime_ns)
+    return [name, result.st_ino, result.st_size, result.st_mtime_ns, result.st_ctime_ns]
 
 
-def current_stamp(directory: Path, names: Sequence[str]) -> Stamp:
+def current_stamp(directory: str, names: Sequence[str]) -> list[StampItem]:
     """The stamp of ``directory`` and its files ``names`` (absent ones left out)."""
-    items = (_stat_item(directory, name) for name in (".", *names))
-    return tuple(item for item in items if item is not None)
+    items = [_stat_item(directory, ".")]
+    items += [_stat_item(f"{directory}/{name}", name) for name in names]
+    return [item for item in items if item is not None]
 
 
-def _marker_names(directory: Path) -> list[str]:
+def _marker_names(directory: str) -> list[str]:
     with os.scandir(directory) as entries:
         return sorted(
             e.name for e in entries if e.name.startswith("deferred-") and e.name.endswith(".json")
         )
 
 
-def scan_pr(pr: int, directory: Path, began_ns: int) -> PrSummary:
+def scan_pr(pr: int, directory: str, began_ns: int) -> PrSummary:
     """Reads ``directory`` (one ``pr-N/``) into its summary; ``began_ns`` is the wall clock
     (``time.time_ns``) before anything was stat'd or read."""
     names = _marker_names(directory)
@@ -121,7 +122,7 @@ def scan_pr(pr: int, directory: Path, began_ns: int) -> PrSummary:
     trusted = all(item[3] < began_ns - RACY_NS for item in stamp)
     markers: list[DeferredMarker] = []
     for name in names:
-        path = directory / name
+        path = Path(directory, name)
         try:
             text = read_text(path)  # LedgerError when it cannot be read: loud, as before
             if text is None:  # removed since the listing
@@ -138,7 +139,7 @@ def scan_pr(pr: int, directory: Path, began_ns: int) -> PrSummary:
     moments = [marker.created_at for marker in markers]
     rows = 0
     try:
-        text = read_text(directory / INDEX_FILE)
+        text = read_text(Path(directory, INDEX_FILE))
         if text is not None:
             index = index_from_json(text)
             rows = len(index)
@@ -146,84 +147,118 @@ def scan_pr(pr: int, directory: Path, began_ns: int) -> PrSummary:
     except (ValueError, LedgerError):
         trusted = False  # the listing reads it and reports it, every time
         rows = 1
-    return PrSummary(pr, stamp, trusted, rows, max(moments, default=None), tuple(markers))
+    newest = max(moments, default=None)
+    raw = {
+        "stamp": stamp,
+        "trusted": trusted,
+        "rows": rows,
+        "newest": None if newest is None else format_timestamp(newest),
+        "markers": [marker.to_json() for marker in markers],
+    }
+    return PrSummary(pr, raw)
 
 
-def still_valid(summary: PrSummary, directory: Path) -> bool:
-    """True if ``summary`` may be believed for ``directory`` as it is now."""
-    if not summary.trusted:
+def still_valid(raw: dict[str, Any], directory: str, *, with_index: bool = True) -> bool:
+    """True if the entry ``raw`` may be believed for ``directory`` as it is now.
+
+    ``with_index=False`` leaves index.json's own stamp out (for markers only: an index.json
+    edited in place changes no marker). A marker or index.json added or removed changes
+    the directory's stamp, which is always compared. A malformed entry is not valid.
+    """
+    try:
+        if raw["trusted"] is not True or type(raw["rows"]) is not int:
+            return False
+        stamp, markers = raw["stamp"], raw["markers"]
+        if stamp[0][0] != ".":
+            return False
+        for item in stamp:
+            name = item[0]
+            if name == INDEX_FILE and not with_index:
+                continue
+            if name == ".":
+                if _stat_item(directory, name) != item:
+                    return False
+            elif "/" in name or _stat_item(f"{directory}/{name}", name) != item:
+                return False
+        for marker in markers:  # few: only a PR with deferred heads has any
+            marker_from_json(json.dumps(marker))
+    except (ValueError, TypeError, KeyError, IndexError):
         return False
-    names = [item[0] for item in summary.stamp if item[0] != "."]
-    now = current_stamp(directory, names)
-    if now != summary.stamp:
-        return False
-    # A marker added or removed changes the directory's stamp, which was just compared;
-    # an index.json that appeared likewise.
     return True
 
 
-def pr_dirs(repo_dir: Path) -> list[tuple[int, Path]]:
-    """The ``pr-N`` directories of a repository directory, by number."""
+def pr_dirs(repo_dir: Path) -> list[tuple[int, str]]:
+    """The ``pr-N`` directories of a repository directory (number, path), by number."""
     found = []
     try:
         with os.scandir(repo_dir) as entries:
             for entry in entries:
                 match = PR_DIR_RE.match(entry.name)
                 if match and entry.is_dir(follow_symlinks=False):
-                    found.append((int(match.group(1)), Path(entry.path)))
+                    found.append((int(match.group(1)), entry.path))
     except FileNotFoundError:
         return []
     found.sort()
     return found
 
 
-def load(repo_dir: Path) -> dict[int, PrSummary]:
-    """The PR index as written; {} when it is missing or cannot be used."""
+def load(repo_dir: Path) -> dict[str, Any]:
+    """The PR index's entries as written (PR number as text -> entry); {} when it is
+    missing or cannot be used."""
     path = repo_dir / PR_INDEX_FILE
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("unknown format")
-        return {int(pr): PrSummary.from_json(int(pr), raw) for pr, raw in data["prs"].items()}
+        prs = data["prs"]
+        if not isinstance(prs, dict):
+            raise ValueError("prs is not an object")
+        return prs
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError, TypeError, KeyError, IndexError) as exc:
+    except (OSError, ValueError, TypeError, KeyError) as exc:
         log.warning("rebuilding %s: %s", path, exc)
         return {}
 
 
 def render(summaries: dict[int, PrSummary]) -> str:
-    body = {
-        "format": FORMAT,
-        "prs": {str(pr): summary.to_json() for pr, summary in sorted(summaries.items())},
-    }
+    body = {"format": FORMAT, "prs": {str(pr): s.raw for pr, s in sorted(summaries.items())}}
     return json.dumps(body, separators=(",", ":")) + "\n"
 
 
-def refresh(repo_dir: Path, save: Callable[[dict[int, PrSummary]], None]) -> dict[int, PrSummary]:
+def refresh(
+    repo_dir: Path,
+    save: Callable[[dict[int, PrSummary]], None],
+    *,
+    with_index: bool = True,
+) -> dict[int, PrSummary]:
     """The summary of every PR directory of ``repo_dir`` as it is now: the PR index's
     entries that still match their directory, the others read again. ``save`` is called
-    with the result when it differs from the file."""
+    with the result when it differs from the file. ``with_index``: see :func:`still_valid`.
+    """
     began_ns = time.time_ns()
     old = load(repo_dir)
     fresh: dict[int, PrSummary] = {}
     changed = False
     for pr, directory in pr_dirs(repo_dir):
-        summary = old.get(pr)
-        if summary is None or not still_valid(summary, directory):
-            try:
-                summary = scan_pr(pr, directory, began_ns)
-            except FileNotFoundError:  # removed while listing
-                changed = True
-                continue
-            changed = changed or summary != old.get(pr)
+        raw = old.get(str(pr))
+        if isinstance(raw, dict) and still_valid(raw, directory, with_index=with_index):
+            fresh[pr] = PrSummary(pr, raw)
+            continue
+        try:
+            summary = scan_pr(pr, directory, began_ns)
+        except FileNotFoundError:  # removed while listing
+            changed = True
+            continue
+        changed = changed or summary.raw != raw
         fresh[pr] = summary
-    if changed or fresh.keys() != old.keys():
+    if changed or len(fresh) != len(old):
         save(fresh)
     return fresh
 
 
 def iter_markers(summaries: dict[int, PrSummary]) -> Iterator[tuple[int, DeferredMarker]]:
     for pr in sorted(summaries):
-        for marker in summaries[pr].markers:
-            yield pr, marker
+        if summaries[pr].raw["markers"]:
+            for marker in summaries[pr].markers:
+                yield pr, marker
