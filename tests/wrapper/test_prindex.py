@@ -285,3 +285,21 @@ def test_kdev_verdicts_pages_on_the_command_line(tmp_path: Path) -> None:
     ):
         bad = kdev(*args)
         assert bad.returncode == 2 and f"[{reason}]" in bad.stderr, (args, bad.stderr)
+
+
+def test_an_index_json_edited_in_place_is_seen_by_since(tmp_path: Path) -> None:
+    """The PR's summary said "nothing newer than T0"; index.json rewritten in place (no
+    rename, so the directory's stamp stays) with a recent row: --since must show it."""
+    ledger = Ledger(tmp_path)
+    ledger.record_index(REPO, 1, sha(1), IndexEntry(sha(9), "APPROVE", T0))
+    age(tmp_path)
+    since = T0 + timedelta(days=1)
+    assert ledger.list_ledger(REPO, since=since) == []
+    assert json.loads(index_file(ledger).read_text())["prs"]["1"]["trusted"]
+    path = ledger.pr_dir(REPO, 1) / "index.json"
+    data = json.loads(path.read_text())
+    data[sha(2)] = dict(data[sha(1)], reviewed_at="2026-03-05T00:00:00Z")
+    with path.open("r+") as handle:
+        handle.write(json.dumps(data))
+    assert [r.head_sha for r in ledger.list_ledger(REPO, since=since)] == [sha(2)]
+    assert ledger.list_deferred(REPO) == []

@@ -8,6 +8,7 @@ Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600
     <owner>__<name>/                    repo validated by config.check_repo first
         legs.jsonl                      one line per leg *started*: {pr, head_sha, started_at}
         legs.window.json                the last ~25 h of legs.jsonl (wrapper.ledger.legwindow)
+        prs.index.json                  a summary of each pr-N/ (wrapper.ledger.prindex)
         posted-comments.jsonl           one line per comment kdev posted: {id, pr, purpose, ...}
         .legs.lock                      serialises the leg log (see Ledger.legs_lock)
         .slots/slot-<i>.lock            concurrency slots, i in range(cap)

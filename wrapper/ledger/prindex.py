@@ -55,14 +55,14 @@ FORMAT = 1
 # change on the next write (coarse kernel clock ticks, 1-2 s on some file systems).
 RACY_NS = 2_000_000_000
 
-StampItem = list[Any]  # [name, inode, size, mtime_ns, ctime_ns], as stored in the file
-
 
 @dataclass(frozen=True, eq=True)
 class PrSummary:
     """What the PR index knows about one ``pr-N/`` directory: its entry in the file, kept
-    in its JSON form (``stamp``, ``trusted``, ``rows``, ``newest``, ``markers``) so that
-    checking ten thousand of them parses nothing but the few markers."""
+    in its JSON form so that checking ten thousand of them parses nothing but the few
+    markers. ``dir`` is the directory's [inode, mtime, ctime], ``index`` index.json's
+    [inode, size, mtime, ctime] (null: absent) and ``files`` the same for each marker
+    file, with its name first; ``files`` and ``markers`` are left out when empty."""
 
     pr: int
     raw: dict[str, Any]
@@ -89,22 +89,24 @@ class PrSummary:
     @property
     def markers(self) -> tuple[DeferredMarker, ...]:
         """The PR's markers in file-name order, the corrupt ones left out."""
-        return tuple(marker_from_json(json.dumps(item)) for item in self.raw["markers"])
+        items = self.raw.get("markers", ())
+        return tuple(marker_from_json(json.dumps(item)) for item in items)
 
 
-def _stat_item(path: str, name: str) -> StampItem | None:
+def _dir_stamp(path: str) -> list[int] | None:
     try:
         result = os.stat(path)
     except FileNotFoundError:
         return None
-    return [name, result.st_ino, result.st_size, result.st_mtime_ns, result.st_ctime_ns]
+    return [result.st_ino, result.st_mtime_ns, result.st_ctime_ns]
 
 
-def current_stamp(directory: str, names: Sequence[str]) -> list[StampItem]:
-    """The stamp of ``directory`` and its files ``names`` (absent ones left out)."""
-    items = [_stat_item(directory, ".")]
-    items += [_stat_item(f"{directory}/{name}", name) for name in names]
-    return [item for item in items if item is not None]
+def _file_stamp(path: str) -> list[int] | None:
+    try:
+        result = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return [result.st_ino, result.st_size, result.st_mtime_ns, result.st_ctime_ns]
 
 
 def _marker_names(directory: str) -> list[str]:
@@ -114,28 +116,44 @@ def _marker_names(directory: str) -> list[str]:
         )
 
 
-def scan_pr(pr: int, directory: str, began_ns: int) -> PrSummary:
-    """Reads ``directory`` (one ``pr-N/``) into its summary; ``began_ns`` is the wall clock
-    (``time.time_ns``) before anything was stat'd or read."""
-    names = _marker_names(directory)
-    stamp = current_stamp(directory, [INDEX_FILE, *names])
-    trusted = all(item[3] < began_ns - RACY_NS for item in stamp)
+def _read_markers(directory: str, names: Sequence[str]) -> tuple[list[DeferredMarker], bool]:
+    """The markers that parse, and False if any could not be used (warned about)."""
     markers: list[DeferredMarker] = []
+    complete = True
     for name in names:
         path = Path(directory, name)
         try:
             text = read_text(path)  # LedgerError when it cannot be read: loud, as before
             if text is None:  # removed since the listing
-                trusted = False
+                complete = False
                 continue
             marker = marker_from_json(text)
             if name != f"deferred-{marker.head_sha}.json":
                 raise ValueError("head_sha differs from the file name")
         except ValueError as exc:
             log.warning("ignoring corrupt deferred marker %s: %s", path, exc)
-            trusted = False  # warned again by every reader, as before the index
+            complete = False  # warned again by every reader, as before the index
             continue
         markers.append(marker)
+    return markers, complete
+
+
+def scan_pr(pr: int, directory: str, began_ns: int) -> PrSummary:
+    """Reads ``directory`` (one ``pr-N/``) into its summary; ``began_ns`` is the wall clock
+    (``time.time_ns``) before anything was stat'd or read."""
+    dir_stamp = _dir_stamp(directory)
+    if dir_stamp is None:
+        raise FileNotFoundError(directory)
+    names = _marker_names(directory)
+    index_stamp = _file_stamp(f"{directory}/{INDEX_FILE}")
+    files: list[list[Any]] = [
+        [name, *stamp] for name in names if (stamp := _file_stamp(f"{directory}/{name}"))
+    ]
+    mtimes = [dir_stamp[1], *(item[3] for item in files)]
+    if index_stamp is not None:
+        mtimes.append(index_stamp[2])
+    markers, trusted = _read_markers(directory, names)
+    trusted = trusted and all(mtime < began_ns - RACY_NS for mtime in mtimes)
     moments = [marker.created_at for marker in markers]
     rows = 0
     try:
@@ -148,13 +166,17 @@ def scan_pr(pr: int, directory: str, began_ns: int) -> PrSummary:
         trusted = False  # the listing reads it and reports it, every time
         rows = 1
     newest = max(moments, default=None)
-    raw = {
-        "stamp": stamp,
+    raw: dict[str, Any] = {
+        "dir": dir_stamp,
+        "index": index_stamp,
         "trusted": trusted,
         "rows": rows,
         "newest": None if newest is None else format_timestamp(newest),
-        "markers": [marker.to_json() for marker in markers],
     }
+    if files:
+        raw["files"] = files
+    if markers:
+        raw["markers"] = [marker.to_json() for marker in markers]
     return PrSummary(pr, raw)
 
 
@@ -168,19 +190,14 @@ def still_valid(raw: dict[str, Any], directory: str, *, with_index: bool = True)
     try:
         if raw["trusted"] is not True or type(raw["rows"]) is not int:
             return False
-        stamp, markers = raw["stamp"], raw["markers"]
-        if stamp[0][0] != ".":
+        if _dir_stamp(directory) != raw["dir"]:
             return False
-        for item in stamp:
-            name = item[0]
-            if name == INDEX_FILE and not with_index:
-                continue
-            if name == ".":
-                if _stat_item(directory, name) != item:
-                    return False
-            elif "/" in name or _stat_item(f"{directory}/{name}", name) != item:
+        if with_index and _file_stamp(f"{directory}/{INDEX_FILE}") != raw["index"]:
+            return False
+        for name, *stamp in raw.get("files", ()):
+            if "/" in name or _file_stamp(f"{directory}/{name}") != stamp:
                 return False
-        for marker in markers:  # few: only a PR with deferred heads has any
+        for marker in raw.get("markers", ()):  # few: only a PR with deferred heads has any
             marker_from_json(json.dumps(marker))
     except (ValueError, TypeError, KeyError, IndexError):
         return False
@@ -193,9 +210,10 @@ def pr_dirs(repo_dir: Path) -> list[tuple[int, str]]:
     try:
         with os.scandir(repo_dir) as entries:
             for entry in entries:
-                match = PR_DIR_RE.match(entry.name)
-                if match and entry.is_dir(follow_symlinks=False):
-                    found.append((int(match.group(1)), entry.path))
+                name = entry.name
+                if name.startswith("pr-") and PR_DIR_RE.match(name):
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append((int(name[3:]), entry.path))
     except FileNotFoundError:
         return []
     found.sort()
@@ -259,6 +277,6 @@ def refresh(
 
 def iter_markers(summaries: dict[int, PrSummary]) -> Iterator[tuple[int, DeferredMarker]]:
     for pr in sorted(summaries):
-        if summaries[pr].raw["markers"]:
+        if summaries[pr].raw.get("markers"):
             for marker in summaries[pr].markers:
                 yield pr, marker
