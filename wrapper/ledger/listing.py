@@ -1,10 +1,11 @@
 """The rows of ``kdev verdicts``: filtered and paged without reading every PR (issue 19).
 
 Rows are ordered by repository, PR, time (``reviewed_at``, or a marker's ``created_at``)
-and head SHA. ``--pr`` opens that one PR directory; otherwise the repository's PR index
-(:mod:`wrapper.ledger.prindex`) says which PR directories have rows, and since when, so
-``--since`` and a page (``--limit``, ``--cursor``) read only the PRs they show. A cursor is
-the position of the last row of a page, opaque to the user.
+and head SHA. ``--pr`` opens that one PR directory. A page (``--limit``, ``--cursor``) lists
+the PR directories and reads them in order from the cursor's PR until it is full.
+``--since`` asks the repository's PR index (:mod:`wrapper.ledger.prindex`) which PRs have
+rows that recent and reads only those. A cursor is the position of the last row of a page,
+opaque to the user.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wrapper.errors import ConfigError, LedgerError
+from wrapper.ledger import prindex
 from wrapper.ledger.files import log
 from wrapper.ledger.records import (
     DeferredMarker,
@@ -142,6 +144,13 @@ def _candidates(
     if query.pr is not None:
         if (repo_path / f"pr-{query.pr}").is_dir():
             yield query.pr, None
+        return
+    if query.since is None:
+        # A page in listing order needs no summary: the PR directories are listed (one
+        # scandir) and read in order until the page is full.
+        for pr, _ in prindex.pr_dirs(repo_path):
+            if after is None or (repo, pr) >= after[:2]:
+                yield pr, None
         return
     for pr, summary in sorted(ledger.pr_summaries(repo).items()):
         if after is not None and (repo, pr) < after[:2]:
