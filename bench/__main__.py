@@ -21,6 +21,7 @@ from bench import (
     poll,
     retention,
     sandbox,
+    verdicts,
 )
 
 FULL: dict[str, Any] = {
@@ -37,6 +38,7 @@ FULL: dict[str, Any] = {
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
     "retention": (100, 1_000_000, 90),
+    "verdicts_prs": 10_000,
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -52,6 +54,7 @@ QUICK: dict[str, Any] = {
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
     "retention": (20, 100_000, 90),
+    "verdicts_prs": 2_000,
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -64,6 +67,7 @@ BENCHMARKS = (
     "fastpath",
     "ledger",
     "retention",
+    "verdicts",
 )
 
 
@@ -157,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             schedules, runs, days = sizes["retention"]
             kept = retention.measure(schedules, runs, days, workdir, options.database_url)
             _emit([*retention.report(kept), ""])
+        if "verdicts" in chosen:
+            measured_verdicts = verdicts.measure(int(sizes["verdicts_prs"]), workdir)
+            _emit([*verdicts.report(measured_verdicts), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])

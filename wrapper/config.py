@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import platformdirs
 import yaml
 from pydantic import (
     BaseModel,
@@ -27,7 +26,6 @@ from pydantic import (
 
 from engine.errors import InvalidInput
 from engine.github import repo_problem
-from engine.triggers import ALLOWLIST_CONFIG_ERROR, parse_allowlist, validate_handle
 from wrapper.errors import ConfigError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -241,6 +239,8 @@ class KdevConfig(_Strict):
     @field_validator("notify_authors")
     @classmethod
     def _authors(cls, value: dict[str, str]) -> dict[str, str]:
+        from engine.triggers import validate_handle  # only a config that sets it (D35)
+
         lowered: dict[str, str] = {}
         for login, name in value.items():
             try:
@@ -306,6 +306,8 @@ class KdevConfig(_Strict):
     @field_validator("mention_allowlist", mode="before")
     @classmethod
     def _allowlist(cls, value: Any) -> list[int]:
+        from engine.triggers import parse_allowlist  # only a config that sets it (D35)
+
         try:
             return sorted(parse_allowlist(value))
         except InvalidInput as exc:
@@ -316,6 +318,8 @@ class KdevConfig(_Strict):
     def _handle(cls, value: str | None) -> str | None:
         if value is None:
             return None
+        from engine.triggers import validate_handle
+
         try:
             return validate_handle(value)
         except InvalidInput as exc:
@@ -345,6 +349,8 @@ def check_repo(repo: str) -> tuple[str, str]:
 
 def default_reviews_dir() -> Path:
     """``<user data dir>/kdev/reviews`` (platformdirs)."""
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("kdev", appauthor=False)) / "reviews"
 
 
@@ -369,6 +375,8 @@ def load_config(path: str | None) -> KdevConfig:
     try:
         return KdevConfig.model_validate(data)
     except ValidationError as exc:
+        from engine.triggers import ALLOWLIST_CONFIG_ERROR
+
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
         reason = (

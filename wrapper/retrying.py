@@ -21,10 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+if TYPE_CHECKING:  # tenacity is imported by the first retried call (D35, issue 19)
+    from tenacity import RetryCallState
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,8 @@ class _Wait:
 
 
 def _stop(policy: HttpRetryPolicy) -> Callable[[RetryCallState], bool]:
+    from tenacity import stop_after_attempt
+
     by_count = stop_after_attempt(policy.max_attempts)
 
     def stop(state: RetryCallState) -> bool:
@@ -127,6 +131,7 @@ def call_with_retries(
 ) -> T:
     """``attempt()``, retried per ``policy``; ``what`` names the call in log lines (never
     a URL with a secret in it)."""
+    from tenacity import Retrying, retry_if_exception
 
     def before_sleep(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None

@@ -13,7 +13,16 @@ of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
 
 from __future__ import annotations
 
-import typer
+import sys
+
+# httpx's package imports its own command line, httpx._main (click, rich, pygments: about
+# 40 ms), whenever click is installed; kdev never runs it. A None entry makes that import
+# fail, and httpx then defines its stub ``main`` instead. Only when httpx is not loaded
+# yet, so a process that imported it first keeps its own (D35, issue 19).
+if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]
+
+import typer  # noqa: E402
 
 from engine.clikit import OneLineErrorsTyper
 from wrapper.cli import authorloop, common, config, explain, loop, review, sweep, verdicts

@@ -7,11 +7,9 @@ import json
 
 import typer
 
-from engine.config import Settings
 from engine.durations import parse_duration
 from engine.errors import LiError
-from engine.github import github_client
-from wrapper.cli.common import guarded, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
@@ -44,7 +42,7 @@ def watch_cmd(
     def work() -> int:
         check_repo(repo)
         seconds = max_duration_of(max_duration)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             watch = PrWatch(client, repo, pr, emit, interval=interval, max_duration=seconds)
             return watch.run().exit_code
 
@@ -65,7 +63,7 @@ def comments_cmd(
 
     def work() -> None:
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             report = collect_feedback(client, repo, pr, unresolved=unresolved)
         if as_json:
             typer.echo(json.dumps(report.to_json()))
@@ -102,7 +100,7 @@ def reply_cmd(
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             result = reply(client, config, kdev_environ(), repo, pr, comment_id, text, ledger)
         if as_json:
             typer.echo(json.dumps(result.to_json()))
@@ -123,7 +121,7 @@ def resolve_cmd(
 
     def work() -> None:
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             thread = resolve(client, repo, pr, node)
         if as_json:
             shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": True}
@@ -142,7 +140,7 @@ def hide_cmd(
     from wrapper.authorloop.threads import hide
 
     def work() -> None:
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             reason = hide(client, node)
         if as_json:
             typer.echo(json.dumps({"node": node, "hidden": True, "reason": reason}))
@@ -164,7 +162,7 @@ def pr_status_cmd(
     def work() -> None:
         _, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             status = pr_status(client, ledger, repo, pr)
         if as_json:
             typer.echo(json.dumps(status.to_json()))
@@ -195,7 +193,7 @@ def check_ci_cmd(
     def work() -> int:
         check_repo(repo)
         seconds = max_duration_of(max_duration)
-        with github_client(Settings.from_env(kdev_environ())) as client:
+        with open_github() as client:
             check = CiCheck(client, repo, pr, interval=interval, max_duration=seconds)
             try:
                 report = check.run(wait=wait)
@@ -230,7 +228,7 @@ def request_reviews_cmd(
         check_repo(repo)
         config, ledger = open_ledger(reviews_dir)
         environ = kdev_environ()
-        with github_client(Settings.from_env(environ)) as client:
+        with open_github() as client:
             done = request_reviews(client, ledger, config, environ, repo, pr)
         if as_json:
             typer.echo(json.dumps({"repo": repo, "pr": pr, "bots": [d.to_json() for d in done]}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -25,7 +25,22 @@ from wrapper.ledger.ledger import Ledger
 from wrapper.logredact import REDACTOR
 from wrapper.logredact import install as install_log_redaction
 
+if TYPE_CHECKING:
+    from engine.github import GitHubClient
+
 T = TypeVar("T")
+
+
+def open_github() -> GitHubClient:
+    """The GitHub client of this process, from kdev's environment (``Settings``).
+
+    engine.config (pydantic-settings) and the client (httpx) are imported here, when a
+    command talks to GitHub, not when the command line is built (D35).
+    """
+    from engine.config import Settings
+    from engine.github import github_client
+
+    return github_client(Settings.from_env(kdev_environ()))
 
 
 def guarded(work: Callable[[], T]) -> T:

@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import typer
 
-from engine.api import LiReader, open_readonly
-from engine.config import Settings
 from engine.errors import LiError
-from engine.github import github_client
-from wrapper.cli.common import guarded, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
-from wrapper.credentials import kdev_environ
-from wrapper.explain import explain, render
-from wrapper.ledger.outcomes import OutcomeLog, keep_from_env
+
+if TYPE_CHECKING:
+    from engine.api import LiReader
 
 
 def explain_cmd(
@@ -28,6 +26,11 @@ def explain_cmd(
     """Why a PR was (not) reviewed: engine decisions, kdev outcomes, ledger, current head."""
 
     def work() -> None:
+        # engine.api and the explain module are imported only by this command (D35).
+        from engine.api import open_readonly
+        from wrapper.explain import explain, render
+        from wrapper.ledger.outcomes import OutcomeLog, keep_from_env
+
         check_repo(repo)
         _, ledger = open_ledger(reviews_dir)
         reader: LiReader | None = None
@@ -37,7 +40,7 @@ def explain_cmd(
         except LiError as exc:
             problem = f"li: {exc.message} [{exc.reason}]"
         try:
-            with github_client(Settings.from_env(kdev_environ())) as client:
+            with open_github() as client:
                 result = explain(
                     repo,
                     pr,

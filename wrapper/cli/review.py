@@ -10,9 +10,7 @@ from typing import Any
 
 import typer
 
-from engine.config import Settings
-from engine.github import github_client
-from wrapper.cli.common import guarded, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
@@ -22,9 +20,6 @@ from wrapper.ledger.outcomes import OutcomeLog, keep_from_env, recorded, secret_
 from wrapper.metrics import count_outcome
 from wrapper.review.patch_id import fetch_pr_refs
 from wrapper.review.review import ReviewContext, ReviewReport, ReviewRequest, review_pr
-from wrapper.review.roster import ROSTER_FILE, build_roster, read_roster_files
-from wrapper.review.roster_config import check_defaults_pin
-from wrapper.review.roster_templates import detect_languages, install_template
 
 
 def review_pr_cmd(
@@ -51,8 +46,7 @@ def review_pr_cmd(
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
-        settings = Settings.from_env(kdev_environ())
-        with github_client(settings) as client:
+        with open_github() as client:
             ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             req = ReviewRequest(
                 repo=repo,
@@ -148,8 +142,7 @@ def describe_pr_cmd(
         check_repo(repo)
         if head_sha:
             check_sha(head_sha, "--head-sha")
-        settings = Settings.from_env(kdev_environ())
-        with github_client(settings) as client:
+        with open_github() as client:
             ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
             req = ReviewRequest(
                 repo=repo,
@@ -187,6 +180,8 @@ def reviewers_cmd(
         return  # detect-language / install-template
 
     def work() -> None:
+        from wrapper.review.roster import build_roster, read_roster_files
+
         if head is not None and (base is None or pr is not None):
             raise ConfigError("--head goes with --base and without --pr", "usage_error")
         if pr is None and head is None and not changed:
@@ -201,6 +196,9 @@ def reviewers_cmd(
         elif base is not None and head is not None:
             files += git.changed_files(base, head)
         roster = build_roster(read_roster_files(repo_root), files)
+        from wrapper.review.roster import ROSTER_FILE
+        from wrapper.review.roster_config import check_defaults_pin
+
         stale = check_defaults_pin(ROSTER_FILE, roster.config, skip=skip_stale_check)
         for warning in [*roster.warnings, *([stale] if stale else [])]:
             typer.echo(f"warning: {warning}", err=True)
@@ -223,6 +221,8 @@ def detect_language_cmd(
 ) -> None:
     """The checkout's languages by file count (for install-template)."""
 
+    from wrapper.review.roster_templates import detect_languages
+
     def work() -> None:
         found = detect_languages(repo_root)
         if as_json:
@@ -243,6 +243,8 @@ def install_template_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Write a starter AGENT-REVIEWERS.md for LANGUAGE at the checkout's root."""
+
+    from wrapper.review.roster_templates import install_template
 
     def work() -> None:
         target = install_template(repo_root, language, force=force)

@@ -8,11 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from engine.config import Settings
-from engine.github import github_client
-from wrapper.cli.common import guarded, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.credentials import kdev_environ
-from wrapper.sweep.config import load_sweep_config
 
 if TYPE_CHECKING:
     from wrapper.sweep.report import SweepReport
@@ -33,12 +30,12 @@ def pr_sweep_cmd(
         # Imported here: the sweep reads health from the engine's database, and the
         # other commands (review-pr's carry-forward above all) must not pay for importing
         # SQLAlchemy (issue 19, docs/decisions.md).
+        from wrapper.sweep.config import load_sweep_config
         from wrapper.sweep.sweep import SweepContext, run_sweep
 
         config, ledger = open_ledger(reviews_dir)
         sweep_config = load_sweep_config(repos_config)
-        settings = Settings.from_env(kdev_environ())
-        with github_client(settings) as client:
+        with open_github() as client:
             ctx = SweepContext(
                 config=sweep_config,
                 kdev=config,

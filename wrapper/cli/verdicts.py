@@ -3,20 +3,50 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import typer
 
-from engine.tables import print_table
+from engine.durations import parse_duration
+from engine.errors import LiError
 from wrapper.cli.common import guarded, one_of, open_ledger
 from wrapper.config import check_repo
-from wrapper.errors import KdevError
+from wrapper.errors import ConfigError, KdevError
+from wrapper.ledger.listing import Query, decode_cursor
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """``--since``: a duration back from now (``90m``, ``2d``) or an ISO 8601 time with a
+    zone (``2026-01-31T12:00:00Z``); else ConfigError ``invalid_since``."""
+    try:
+        return now - timedelta(seconds=parse_duration(text, what="--since"))
+    except LiError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ConfigError(
+            f"--since {text!r} is neither a duration (90m, 2d) nor a time with a zone "
+            "(2026-01-31T12:00:00Z)",
+            "invalid_since",
+        )
+    return moment.astimezone(UTC)
 
 
 def verdicts_cmd(
-    repo: str | None = typer.Option(None, "--repo"),
-    pr: int | None = typer.Option(None, "--pr"),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir"),
-    as_json: bool = typer.Option(False, "--json"),
+    repo: str | None = typer.Option(None, "--repo", help="OWNER/NAME."),
+    pr: int | None = typer.Option(None, "--pr", help="Pull request number."),
+    since: str | None = typer.Option(
+        None, "--since", help="Rows from this time on: a duration back (2d) or an ISO time."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", help="At most N rows; the next page's --cursor goes to stderr."
+    ),
+    cursor: str | None = typer.Option(None, "--cursor", help="Continue after this page."),
+    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list."),
 ) -> None:
     """The ledger: reviewed and carried heads, and pending deferrals."""
 
@@ -24,14 +54,25 @@ def verdicts_cmd(
         _, ledger = open_ledger(reviews_dir)
         if repo is not None:
             check_repo(repo)
-        rows = ledger.list_ledger(repo, pr)
-        data = [row.to_json() for row in rows]
+        query = Query(
+            repo=repo,
+            pr=pr,
+            since=None if since is None else parse_since(since, datetime.now(UTC)),
+            limit=limit,
+            after=None if cursor is None else decode_cursor(cursor),
+        )
+        page = ledger.page_ledger(query)
+        if page.next_cursor is not None:
+            typer.echo(f"more: --cursor {page.next_cursor}", err=True)
+        data = [row.to_json() for row in page.rows]
         if as_json:
             typer.echo(json.dumps(data, indent=2))
             return
         if not data:
             typer.echo("no verdicts")
             return
+        from engine.tables import print_table  # rich, only for a table
+
         headers = ["repo", "pr", "head_sha", "patch_id", "verdict", "reviewed_at", "kind"]
         cells = [[str(d.get(h) if d.get(h) is not None else "-") for h in headers] for d in data]
         for row in cells:

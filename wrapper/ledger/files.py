@@ -172,6 +172,10 @@ class LedgerFiles:
 
     # --- walking the tree --------------------------------------------------------------
 
+    def iter_repos(self, repo: str | None) -> Iterator[tuple[str, Path]]:
+        """``(OWNER/NAME, directory)`` of ``repo`` (if it has one) or of every repository."""
+        return self._repos(repo)
+
     def _repos(self, repo: str | None) -> Iterator[tuple[str, Path]]:
         if repo is not None:
             path = self.repo_dir(repo)

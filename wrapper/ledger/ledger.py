@@ -8,6 +8,7 @@ Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600
     <owner>__<name>/                    repo validated by config.check_repo first
         legs.jsonl                      one line per leg *started*: {pr, head_sha, started_at}
         legs.window.json                the last ~25 h of legs.jsonl (wrapper.ledger.legwindow)
+        prs.index.json                  a summary of each pr-N/ (wrapper.ledger.prindex)
         posted-comments.jsonl           one line per comment kdev posted: {id, pr, purpose, ...}
         .legs.lock                      serialises the leg log (see Ledger.legs_lock)
         .slots/slot-<i>.lock            concurrency slots, i in range(cap)
@@ -59,7 +60,7 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from wrapper.errors import LedgerError
@@ -74,6 +75,7 @@ from wrapper.ledger.codec import (
 from wrapper.ledger.deferred import DeferredMarkers
 from wrapper.ledger.files import fsync_dir, log, read_text, write_failed
 from wrapper.ledger.legs import LegLog
+from wrapper.ledger.listing import LedgerPage, Query, page_ledger
 from wrapper.ledger.posted import PostedComments
 from wrapper.ledger.records import (
     DEFERRED_BUDGET_STATE,
@@ -231,54 +233,21 @@ class Ledger(LegLog, DeferredMarkers, PostedComments):
 
     # --- listing -------------------------------------------------------------------------
 
-    def list_ledger(self, repo: str | None = None, pr: int | None = None) -> list[LedgerRow]:
+    def list_ledger(
+        self,
+        repo: str | None = None,
+        pr: int | None = None,
+        *,
+        since: datetime | None = None,
+    ) -> list[LedgerRow]:
         """The rows of ``kdev verdicts``: one per index entry (kind reviewed or carried)
-        and one per deferred marker (kind deferred), ordered by repo, pr, then time.
-
-        A PR whose index is corrupt is skipped with a warning.
+        and one per deferred marker (kind deferred), ordered by repo, pr, then time; only
+        those at or after ``since`` if given. A PR whose index is corrupt is skipped with
+        a warning.
         """
-        if pr is not None:
-            check_pr(pr)
-        rows: list[LedgerRow] = []
-        for name, repo_path in self._repos(repo):
-            for number, pr_path in self._prs(repo_path):
-                if pr is not None and number != pr:
-                    continue
-                try:
-                    index = self.read_index(name, number)
-                except LedgerError as exc:
-                    log.warning("skipping %s#%d: %s", name, number, exc)
-                    index = {}
-                rows.extend(
-                    LedgerRow(
-                        repo=name,
-                        pr=number,
-                        head_sha=head,
-                        patch_id=entry.patch_id,
-                        verdict=entry.verdict,
-                        reviewed_at=entry.reviewed_at,
-                        kind=entry.kind,
-                        carried_from=entry.carried_from,
-                    )
-                    for head, entry in index.items()
-                )
-                rows.extend(
-                    LedgerRow(
-                        repo=name,
-                        pr=number,
-                        head_sha=marker.head_sha,
-                        patch_id=None,
-                        verdict=None,
-                        reviewed_at=None,
-                        kind=RowKind.DEFERRED,
-                        deferred=marker,
-                    )
-                    for marker in self._markers(pr_path)
-                )
+        return self.page_ledger(Query(repo=repo, pr=pr, since=since)).rows
 
-        def order(row: LedgerRow) -> tuple[str, int, datetime, str]:
-            moment = row.reviewed_at or (row.deferred.created_at if row.deferred else None)
-            return (row.repo, row.pr, moment or datetime.min.replace(tzinfo=UTC), row.head_sha)
-
-        rows.sort(key=order)
-        return rows
+    def page_ledger(self, query: Query) -> LedgerPage:
+        """One page of :meth:`list_ledger` (wrapper.ledger.listing): read through the PR
+        index, so only the PR directories that hold the page's rows are opened."""
+        return page_ledger(self, query)

@@ -22,7 +22,6 @@ from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, n
 from wrapper.review.patch_id import BASE_REF_PREFIX
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
-from wrapper.review.roster_review import load_base_roster, run_roster_review
 from wrapper.review.sandbox import resolve_sandbox
 
 log = logging.getLogger("kdev.review")
@@ -132,6 +131,10 @@ def _review(
             transport=ctx.reviewer_transport,
             sandbox=ctx.sandbox,
         )
+    # The roster (markdown-it, the roster grammar) is loaded only when a roster runs: the
+    # carry-forward path never gets here (D35).
+    from wrapper.review.roster_review import load_base_roster, run_roster_review
+
     roster, blocks = load_base_roster(git, f"{BASE_REF_PREFIX}{pr.base_ref}", data.diff)
     for warning in roster.warnings:
         log.warning("roster: %s", warning)
