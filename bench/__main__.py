@@ -13,6 +13,7 @@ from typing import Any
 from bench import (
     daemon_idle,
     decisions,
+    engines,
     fastpath,
     fire_overhead,
     health,
@@ -35,6 +36,9 @@ FULL: dict[str, Any] = {
     "ledger_legs": (1_000, 100_000),
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
+    "engine_schedules": 3_000,
+    "engine_warm": 4.0,
+    "engine_window": 15.0,
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -49,6 +53,9 @@ QUICK: dict[str, Any] = {
     "ledger_legs": (1_000, 20_000),
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
+    "engine_schedules": 1_000,
+    "engine_warm": 3.0,
+    "engine_window": 6.0,
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -60,6 +67,7 @@ BENCHMARKS = (
     "health",
     "fastpath",
     "ledger",
+    "engines",
 )
 
 
@@ -149,6 +157,16 @@ def main(argv: list[str] | None = None) -> int:
         if "ledger" in chosen:
             measured = [ledger_window.measure_size(n, workdir) for n in sizes["ledger_legs"]]
             _emit([*ledger_window.report(measured), ""])
+        if "engines" in chosen:
+            count = int(sizes["engine_schedules"])
+            rounds = engines.measure(
+                count,
+                float(sizes["engine_warm"]),
+                float(sizes["engine_window"]),
+                workdir,
+                options.database_url,
+            )
+            _emit([*engines.report(rounds, count), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
