@@ -27,6 +27,9 @@ from engine.store.store import Store
 SLOT_WAIT_SECONDS = 0.2
 # After an error, wait this long before claiming again (no busy loop on a dead database).
 ERROR_PAUSE_SECONDS = 1.0
+# A due row left after a short batch is being claimed by another engine right now (its
+# lock was skipped): look again after this pause rather than spinning on it.
+SKIPPED_ROW_PAUSE_SECONDS = 0.02
 
 Launch = Callable[[Claim], None]
 RecordError = Callable[[str, BaseException], None]
@@ -121,9 +124,9 @@ class Dispatcher:
         delay = self.idle_seconds
         next_due = self.store.next_due_at()
         if next_due is not None:
-            delay = min(delay, max(0.0, (next_due - self._now()).total_seconds()))
-        if delay > 0:
-            self._wake.wait(delay)
+            until = (next_due - self._now()).total_seconds()
+            delay = min(delay, max(SKIPPED_ROW_PAUSE_SECONDS, until))
+        self._wake.wait(delay)
 
     def _now(self) -> datetime:
         return self.store.clock()
