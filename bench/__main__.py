@@ -159,14 +159,14 @@ def main(argv: list[str] | None = None) -> int:
             _emit([*ledger_window.report(measured), ""])
         if "engines" in chosen:
             count = int(sizes["engine_schedules"])
-            rounds = engines.measure(
+            rounds, sync_cost = engines.measure(
                 count,
                 float(sizes["engine_warm"]),
                 float(sizes["engine_window"]),
                 workdir,
                 options.database_url,
             )
-            _emit([*engines.report(rounds, count), ""])
+            _emit([*engines.report(rounds, count), *engines.sync_report(sync_cost), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])

@@ -16,6 +16,13 @@ fire as ratios against the 1-engine round (targets: 2 engines >= 1.6x, 4 >= 2.5x
 two cores, so the CPU ceiling shows up in the ratios: the CPU per fire column tells
 whether an engine's work per fire stayed flat (the claim is no longer contended).
 
+Last, the daemon's idle re-sync check at 10,000 schedules: the full-table fingerprint it
+used before (count and two maxima over ``schedules``) against the change counter read it
+does now, and a sync after one change (counter + the changed rows). Before, every fire
+anywhere moved the fingerprint (it included the newest ``last_fire_at``), so a busy
+engine reloaded the whole timetable on every sync; that line is measured too (the
+re-timing of the APScheduler jobs it also did is not included).
+
 Without ``--database-url`` (or with a SQLite one) it starts a throwaway PostgreSQL
 cluster (tests/pgcluster.py; Debian's postgresql package); several engines on SQLite
 are refused by design (docs/engine.md).
@@ -44,6 +51,7 @@ from engine.store.models import OverlapPolicy, Schedule, ScheduleRun, TriggerTyp
 LI = str(Path(sys.executable).parent / "li")
 TICK = os.sysconf("SC_CLK_TCK")
 ENGINE_COUNTS = (1, 2, 4)
+SYNC_SCHEDULES = 10_000
 DUPLICATES_SQL = text(
     "SELECT count(*) FROM (SELECT schedule_id, trigger_context->>'scheduled_for' AS slot"
     " FROM schedule_runs GROUP BY 1, 2 HAVING count(*) > 1) AS d"
@@ -246,13 +254,70 @@ def postgres_server(server_url: str | None) -> Iterator[tuple[str, int | None]]:
 
 def measure(
     schedules: int, warm: float, window: float, workdir: Path, server_url: str | None
-) -> list[Round]:
-    """The 1, 2 and 4 engine rounds, in that order, on one server."""
+) -> tuple[list[Round], SyncCost]:
+    """The 1, 2 and 4 engine rounds, in that order, on one server; then the sync cost."""
     with postgres_server(server_url) as (url, postmaster):
-        return [
+        rounds = [
             measure_round(url, workdir, n, schedules, warm, window, postmaster)
             for n in ENGINE_COUNTS
         ]
+        return rounds, measure_sync(url, workdir, SYNC_SCHEDULES)
+
+
+@dataclass(frozen=True)
+class SyncCost:
+    schedules: int
+    full_ms: float  # the old idle check: a fingerprint over the whole schedules table
+    reload_ms: float  # the old sync after any fire anywhere: fingerprint + whole timetable
+    counter_ms: float  # the idle check now: one row of schedule_changes
+    one_change_ms: float  # a sync after one schedule changed: counter + the changed rows
+
+
+def measure_sync(server_url: str, workdir: Path, schedules: int, repeats: int = 50) -> SyncCost:
+    """Idle re-sync cost at ``schedules``: the old fingerprint against the counter read."""
+    from engine.store.store import Store
+
+    with scratch_database(workdir, server_url, "sync") as url:
+        _load(url, schedules)
+        engine = dbmod.make_engine(url)
+        try:
+            with engine.begin() as connection:
+                connection.execute(text("ANALYZE schedules"))  # as autovacuum would
+            store = Store(engine)
+
+            def timed(call: Any) -> float:
+                call()  # warm the pool and the plan
+                began = time.perf_counter()
+                for _ in range(repeats):
+                    call()
+                return 1000.0 * (time.perf_counter() - began) / repeats
+
+            full = timed(store.fingerprint)
+            reload = timed(lambda: (store.fingerprint(), store.timetable()))
+            counter = timed(store.schedule_version)
+            seen = store.schedule_version()
+            store.set_enabled("bench-engines-00000", False)
+            changed = timed(lambda: store.schedule_changes(seen))
+            return SyncCost(schedules, full, reload, counter, changed)
+        finally:
+            engine.dispose()
+
+
+def _share(value: float, baseline: float) -> str:
+    return "n/a" if baseline <= 1e-12 else f"{value / baseline:.3f}x"
+
+
+def sync_report(cost: SyncCost) -> list[str]:
+    """Lines for the idle re-sync comparison."""
+    return [
+        f"re-sync check at {cost.schedules:,} schedules (ms per sync, same run):",
+        f"  full-table fingerprint (before)   {cost.full_ms:8.2f}",
+        f"  + timetable reload (before, busy)  {cost.reload_ms:8.2f}",
+        f"  change counter, nothing changed   {cost.counter_ms:8.2f}  "
+        f"({_share(cost.counter_ms, cost.full_ms)} of the fingerprint, "
+        f"{_share(cost.counter_ms, cost.reload_ms)} of the reload)",
+        f"  after one change: counter + rows  {cost.one_change_ms:8.2f}",
+    ]
 
 
 def _ms(value: float | None) -> str:
