@@ -6,6 +6,9 @@ schedule row (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises writer
 transaction advances ``next_fire_at``, takes the lease and inserts the ``running`` run
 row. Two engines can therefore never fire one occurrence, and a crash after the commit
 leaves a run row that start-up recovery resolves (see docs/engine.md).
+:meth:`FiringStore.claim_due` claims a batch the same way, row by row in one transaction:
+the due cron/interval rows oldest first with a LIMIT, ``FOR UPDATE SKIP LOCKED``, so
+engines on PostgreSQL take disjoint batches (engine.run.dispatch).
 
 Finishing is fenced (engine.store.recovery): only the engine that owns a ``running``
 run may write its outcome.
