@@ -13,6 +13,7 @@ from typing import Any
 from bench import (
     daemon_idle,
     decisions,
+    engines,
     fastpath,
     fire_overhead,
     health,
@@ -39,6 +40,9 @@ FULL: dict[str, Any] = {
     "health_large": (500, 1_000_000),
     "retention": (100, 1_000_000, 90),
     "verdicts_prs": 10_000,
+    "engine_schedules": 3_000,
+    "engine_warm": 4.0,
+    "engine_window": 15.0,
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -55,6 +59,9 @@ QUICK: dict[str, Any] = {
     "health_large": (200, 100_000),
     "retention": (20, 100_000, 90),
     "verdicts_prs": 2_000,
+    "engine_schedules": 1_000,
+    "engine_warm": 3.0,
+    "engine_window": 6.0,
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -68,6 +75,7 @@ BENCHMARKS = (
     "ledger",
     "retention",
     "verdicts",
+    "engines",
 )
 
 
@@ -164,6 +172,16 @@ def main(argv: list[str] | None = None) -> int:
         if "verdicts" in chosen:
             measured_verdicts = verdicts.measure(int(sizes["verdicts_prs"]), workdir)
             _emit([*verdicts.report(measured_verdicts), ""])
+        if "engines" in chosen:
+            count = int(sizes["engine_schedules"])
+            rounds, sync_cost = engines.measure(
+                count,
+                float(sizes["engine_warm"]),
+                float(sizes["engine_window"]),
+                workdir,
+                options.database_url,
+            )
+            _emit([*engines.report(rounds, count), *engines.sync_report(sync_cost), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])

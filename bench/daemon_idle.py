@@ -161,8 +161,10 @@ def run_child(url: str, schedules: int, load_seconds: float, idle_seconds: float
     errors = int(ready[3])
     if errors or "engine_error" in lines:
         raise RuntimeError(f"the engine recorded errors; stdout:\n{stdout[-2000:]}")
-    if int(ready[2]) != schedules:
-        raise RuntimeError(f"the first sync timed {ready[2]} jobs, not {schedules}")
+    # On PostgreSQL interval work has no timer job: the dispatcher claims it in batches.
+    expected = schedules if dbmod.is_sqlite(url) else 0
+    if int(ready[2]) != expected:
+        raise RuntimeError(f"the first sync timed {ready[2]} jobs, not {expected}")
     idle = lines["idle"]
     return DaemonRun(
         schedules=schedules,

@@ -29,12 +29,10 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from concurrent.futures import ThreadPoolExecutor as FuturesPool
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -45,6 +43,8 @@ from engine.github.client import GitHubClient, github_client
 from engine.github.etag import SqlEtagCache
 from engine.poll.pollpass import PassReport, poll_once
 from engine.run.actions import execute_claim, fire_schedule
+from engine.run.dispatch import Dispatcher
+from engine.run.inflight import Inflight
 from engine.run.metrics import record_poll
 from engine.run.presence import EngineLock
 from engine.run.runbook import RunBook
@@ -85,10 +85,36 @@ class Engine:
         self.errors: collections.deque[str] = collections.deque(maxlen=10)
         self._lock: EngineLock | None = None
         self._stopping = threading.Event()
-        self._inflight = _Inflight()
+        self._inflight = Inflight()
         self.recovered: list[ScheduleRun] = []
         self.book = RunBook()
-        self._timer = Timer(settings, store, self.fire, self._stopping, self._record_error)
+        # PostgreSQL: cron/interval work is claimed in disjoint batches (engine.run.dispatch);
+        # SQLite (one engine by design) keeps one timer job per schedule.
+        self.batched = store.engine.dialect.name == "postgresql"
+        # Claimed batch work runs here with the slot the dispatcher took for it.
+        self._claim_pool = FuturesPool(
+            max_workers=settings.max_concurrent_actions, thread_name_prefix="li-claim"
+        )
+        self._dispatcher = Dispatcher(
+            store,
+            self.engine_id,
+            self._slots,
+            self._launch_claimed,
+            batch_size=settings.max_concurrent_actions,
+            idle_seconds=settings.sync_interval_seconds or 1.0,
+            kill_grace_seconds=settings.kill_grace_seconds,
+            stopping=self._stopping,
+            record_error=self._record_error,
+        )
+        self._timer = Timer(
+            settings,
+            store,
+            self.fire,
+            self._stopping,
+            self._record_error,
+            batched=self.batched,
+            on_change=self._dispatcher.wake if self.batched else None,
+        )
 
     # -- start and stop -------------------------------------------------------------
 
@@ -130,6 +156,7 @@ class Engine:
         """Wait for launched events, mark this engine stopped (releasing its leases) and
         free the file lock."""
         try:
+            self._claim_pool.shutdown(wait=True)
             self._event_pool.shutdown(wait=True)
             self.store.stop_engine(self.engine_id)
         finally:
@@ -260,6 +287,29 @@ class Engine:
             self._event_futures.append(future)
         return None
 
+    def _launch_claimed(self, claim: Claim) -> None:
+        """Run a batch-claimed fire (engine.run.dispatch) on the slot taken for it.
+
+        Until it starts it is pending like an event: a stop hands it back unlaunched.
+        """
+        self.book.add_pending(claim)
+        try:
+            self._claim_pool.submit(self._run_claimed, claim)
+        except RuntimeError:  # the pool is shut down: we are stopping
+            self._slots.release()
+            self._release_pending()
+
+    def _run_claimed(self, claim: Claim) -> None:
+        try:
+            if self._stopping.is_set():
+                self._release_pending()
+            if self.book.take_pending(claim.run_id) is None:
+                return  # handed back by a stop
+            with self._inflight.track() as cancel:
+                self._execute(claim, cancel, [claim.run_id])
+        finally:
+            self._slots.release()
+
     def _run_event(self, claim: Claim) -> ScheduleRun | None:
         with self._slots:
             if self.book.take_pending(claim.run_id) is None:
@@ -384,6 +434,8 @@ class Engine:
         """Run until ``stop`` is set or :meth:`request_stop` is called; then drain."""
         scheduler = self._timer.start()
         self.sync(force=True)
+        if self.batched:
+            self._dispatcher.start()
         heartbeat = self.settings.heartbeat_interval_seconds
         self._timer.every(SYNC_JOB_ID, self.sync, self.settings.sync_interval_seconds)
         self._timer.every(HEARTBEAT_JOB_ID, self._heartbeat, heartbeat)
@@ -404,6 +456,7 @@ class Engine:
         # So: stop the scheduler without waiting, then wait for our own actions.
         self._stopping.set()
         scheduler.shutdown(wait=False)
+        self._dispatcher.join(timeout=30)
         # Claimed but not launched: back to the queue, in one transaction.
         self._release_pending()
         if not self._inflight.wait(self.settings.shutdown_grace_seconds):
@@ -411,42 +464,3 @@ class Engine:
             log.warning("cancelling %d running action(s) after the shutdown grace", count)
             self._inflight.wait(self.settings.kill_grace_seconds + 10)
         self._timer.scheduler = None
-
-
-class _Inflight:
-    """The cancel events of the actions running now, so that a stop can end them."""
-
-    def __init__(self) -> None:
-        self._events: dict[int, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def track(self) -> Iterator[threading.Event]:
-        """A fresh cancel event, known here while the block runs."""
-        cancel = threading.Event()
-        with self._lock:
-            self._events[id(cancel)] = cancel
-        try:
-            yield cancel
-        finally:
-            with self._lock:
-                self._events.pop(id(cancel), None)
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self._events)
-
-    def wait(self, seconds: float) -> bool:
-        """Wait up to ``seconds`` for every tracked action to end; True when they did."""
-        deadline = time.monotonic() + seconds
-        while self.count() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return self.count() == 0
-
-    def cancel_all(self) -> int:
-        """Set every tracked cancel event; how many there were."""
-        with self._lock:
-            pending = list(self._events.values())
-        for cancel in pending:
-            cancel.set()
-        return len(pending)

@@ -4,11 +4,17 @@ Why it is built this way: docs/decisions.md D12.
 
 A job only *tries* to fire (through the ``fire`` callable the engine gives): the
 database claim decides (lease + due check), so several engines on PostgreSQL never fire
-one occurrence twice. :meth:`Timer.sync` rebuilds the jobs from the database's timetable
-when its fingerprint changed (another process added, edited or fired a schedule); after
-each fire the job follows the table again. A schedule still due after a fire is held by
-another engine: its job backs off with jitter instead of retrying at once. Upkeep jobs
-(sync, heartbeat, recovery) run at fixed intervals on executors of their own.
+one occurrence twice. On PostgreSQL (``batched``) cron and interval schedules get no job
+here: the engine's dispatcher (engine.run.dispatch) claims them in disjoint batches, and
+the timer only wakes it when the table changed. After each fire a job follows the table
+again. A schedule still due after a fire is held by another engine: its job backs off
+with jitter instead of retrying at once. Upkeep jobs (sync, heartbeat, recovery) run at
+fixed intervals on executors of their own.
+
+:meth:`Timer.sync` is incremental (issue 19): it reads the schedule change counter
+(engine.store.changes; one row) and, only when it moved, the rows changed or removed
+since the version it saw. Fires do not move the counter: the engine that fires re-times
+its own job, and a job fired elsewhere re-reads its row when it comes due.
 
 Every job body records its errors through ``record_error`` and never raises.
 """
@@ -50,14 +56,21 @@ class Timer:
         fire: Fire,
         stopping: threading.Event,
         record_error: RecordError,
+        *,
+        batched: bool = False,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
+        # On PostgreSQL cron/interval work is claimed in batches (engine.run.dispatch).
+        self.batched = batched
+        self._on_change = on_change
         self.store = store
         self._fire = fire
         self._stopping = stopping
         self._record_error = record_error
         self.scheduler: BackgroundScheduler | None = None
-        self._fingerprint: tuple[Any, ...] | None = None
+        # The schedule change counter at the last sync (None: load everything).
+        self._version: int | None = None
         # Waits on a schedule another engine holds back off, with jitter (no busy loop).
         self._backoff = Backoff(initial=1.0, maximum=30.0)
 
@@ -109,6 +122,8 @@ class Timer:
         if scheduler is None or self._stopping.is_set():
             return
         job_id = str(schedule_id)
+        if self.batched and trigger_type != TriggerType.GITHUB_POLL:
+            next_fire_at = None  # the dispatcher claims it
         if next_fire_at is None:
             if scheduler.get_job(job_id) is not None:
                 scheduler.remove_job(job_id)
@@ -155,22 +170,45 @@ class Timer:
             self._record_error(f"re-timing schedule {schedule_id}", exc)
 
     def sync(self, force: bool = False) -> None:
-        """Rebuild the jobs from the database when anything changed there."""
+        """Follow the database's schedule changes since the last sync (see module doc)."""
         if self._stopping.is_set():
             return
         try:
-            fingerprint = self.store.fingerprint()
-            if not force and fingerprint == self._fingerprint:
-                return
-            self._fingerprint = fingerprint
-            table = self.store.timetable()
-            scheduler = self.scheduler
-            if scheduler is None:
-                return
-            for job in scheduler.get_jobs():
-                if job.id.isdigit() and int(job.id) not in table:
-                    scheduler.remove_job(job.id)
-            for schedule_id, (next_fire_at, trigger_type) in table.items():
-                self.time_job(schedule_id, next_fire_at, trigger_type)
+            if force or self._version is None:
+                self._reload()
+            else:
+                self._follow_changes(self._version)
         except Exception as exc:
             self._record_error("sync", exc)
+
+    def _reload(self) -> None:
+        """Every job from the whole timetable (start, or when asked)."""
+        # The counter first: a change made while the table is read is read again later.
+        version = self.store.schedule_version()
+        table = self.store.timetable()
+        scheduler = self.scheduler
+        if scheduler is None:
+            return
+        for job in scheduler.get_jobs():
+            if job.id.isdigit() and int(job.id) not in table:
+                scheduler.remove_job(job.id)
+        for schedule_id, (next_fire_at, trigger_type) in table.items():
+            self.time_job(schedule_id, next_fire_at, trigger_type)
+        self._version = version
+        self._changed()
+
+    def _follow_changes(self, seen: int) -> None:
+        """O(1) when nothing changed; otherwise only the changed and removed rows."""
+        if self.store.schedule_version() == seen:
+            return
+        changes = self.store.schedule_changes(seen)
+        for schedule_id in changes.removed:
+            self.time_job(schedule_id, None, TriggerType.INTERVAL)
+        for timing in changes.changed:
+            self.time_job(timing.schedule_id, timing.next_fire_at, timing.trigger_type)
+        self._version = changes.version
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()

@@ -15,18 +15,23 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, event, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from engine.errors import Conflict, LiError, NotFound
 from engine.schedules.spec import next_fire_time
+from engine.store.changes import stamp_changes
 from engine.store.db import translate_db_error
 from engine.store.enums import TriggerType
 from engine.store.models import PollState, Schedule, utcnow
 from engine.store.retrying import DB_RETRY_SECONDS, durable_write
 
 T = TypeVar("T")
+
+# Every session, whoever opens it, stamps schedule changes (engine.store.changes).
+if not event.contains(Session, "before_flush", stamp_changes):
+    event.listen(Session, "before_flush", stamp_changes)
 
 
 class StoreBase:

@@ -6,6 +6,9 @@ schedule row (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises writer
 transaction advances ``next_fire_at``, takes the lease and inserts the ``running`` run
 row. Two engines can therefore never fire one occurrence, and a crash after the commit
 leaves a run row that start-up recovery resolves (see docs/engine.md).
+:meth:`FiringStore.claim_due` claims a batch the same way, row by row in one transaction:
+the due cron/interval rows oldest first with a LIMIT, ``FOR UPDATE SKIP LOCKED``, so
+engines on PostgreSQL take disjoint batches (engine.run.dispatch).
 
 Finishing is fenced (engine.store.recovery): only the engine that owns a ``running``
 run may write its outcome.
@@ -18,14 +21,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Select, func, select, update
+from sqlalchemy import ColumnElement, CursorResult, Select, func, select, update
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFound
 from engine.health.losses import coalesced_slots
 from engine.store.attempts import confirm_launch, requeue, retry_attempt
+from engine.store.changes import ChangeSet, changes_since, current_version
 from engine.store.core import StoreBase, compute_next_fire
-from engine.store.enums import OverlapPolicy, RunReason, RunStatus
+from engine.store.enums import OverlapPolicy, RunReason, RunStatus, TriggerType
 from engine.store.models import Schedule, ScheduleRun
 from engine.store.recovery import fenced_finish_allowed, resolve_orphans
 from engine.timefmt import iso_utc
@@ -172,6 +176,36 @@ def _running_run(row: Schedule, context: dict[str, Any], owner: str, now: dateti
     )
 
 
+def _due(now: datetime) -> tuple[ColumnElement[bool], ...]:
+    return (
+        Schedule.enabled.is_(True),
+        Schedule.next_fire_at.is_not(None),
+        Schedule.next_fire_at <= now,
+    )
+
+
+def _claim_row(
+    session: Session, row: Schedule, owner: str, now: datetime, manual: bool, grace: float
+) -> Claim | ScheduleRun:
+    """Claim one locked, due row: advance it, then a refused or a ``running`` run row."""
+    scheduled_for = row.next_fire_at
+    if not manual:
+        row.next_fire_at = compute_next_fire(row, previous=scheduled_for, now=now)
+    leased = row.lease_until is not None and row.lease_until > now
+    context = _fire_context(row, scheduled_for, now, manual)
+    if leased and row.overlap == OverlapPolicy.SKIP.value:
+        refused = _overlap_refusal(row, context, owner, now)
+        session.add(refused)
+        row.last_fire_at = now
+        session.flush()
+        return refused
+    _take_fire(row, owner, now, manual, grace)
+    run = _running_run(row, context, owner, now)
+    session.add(run)
+    session.flush()
+    return Claim.of(row, run.id, context)
+
+
 class FiringStore(StoreBase):
     """Due schedules, claims, and the life of a run (part of engine.store.store.Store)."""
 
@@ -238,30 +272,54 @@ class FiringStore(StoreBase):
             now = self.clock()
             query = select(Schedule).where(Schedule.id == schedule_id)
             if not manual:
-                query = query.where(
-                    Schedule.enabled.is_(True),
-                    Schedule.next_fire_at.is_not(None),
-                    Schedule.next_fire_at <= now,
-                )
+                query = query.where(*_due(now))
             row = session.scalars(query.with_for_update(skip_locked=True)).one_or_none()
             if row is None:
                 return None
-            scheduled_for = row.next_fire_at
-            if not manual:
-                row.next_fire_at = compute_next_fire(row, previous=scheduled_for, now=now)
-            leased = row.lease_until is not None and row.lease_until > now
-            context = _fire_context(row, scheduled_for, now, manual)
-            if leased and row.overlap == OverlapPolicy.SKIP.value:
-                refused = _overlap_refusal(row, context, owner, now)
-                session.add(refused)
-                row.last_fire_at = now
-                session.flush()
-                return refused
-            _take_fire(row, owner, now, manual, kill_grace_seconds)
-            run = _running_run(row, context, owner, now)
-            session.add(run)
-            session.flush()
-            return Claim.of(row, run.id, context)
+            return _claim_row(session, row, owner, now, manual, kill_grace_seconds)
+
+    def claim_due(
+        self, owner: str, limit: int, *, kill_grace_seconds: float = 5.0
+    ) -> list[Claim | ScheduleRun]:
+        """Claim up to ``limit`` due cron/interval occurrences in one transaction.
+
+        Oldest ``next_fire_at`` first (then id), so no schedule starves. On PostgreSQL the
+        rows are taken ``FOR UPDATE SKIP LOCKED``: engines calling this at once take
+        disjoint batches, and a row another engine holds is passed over, not waited for.
+        Each row is claimed exactly as :meth:`claim_fire` does it. github_poll schedules
+        are not taken here (their poll pass has its own claim).
+        """
+        with self.transaction() as session:
+            now = self.clock()
+            query = (
+                select(Schedule)
+                .where(*_due(now), Schedule.trigger_type != TriggerType.GITHUB_POLL.value)
+                .order_by(Schedule.next_fire_at, Schedule.id)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
+            rows = list(session.scalars(query))
+            return [_claim_row(session, r, owner, now, False, kill_grace_seconds) for r in rows]
+
+    def next_due_at(self) -> datetime | None:
+        """The earliest ``next_fire_at`` of an enabled cron/interval schedule (index read)."""
+        with self.transaction() as session:
+            return session.execute(
+                select(func.min(Schedule.next_fire_at)).where(
+                    Schedule.enabled.is_(True),
+                    Schedule.trigger_type != TriggerType.GITHUB_POLL.value,
+                )
+            ).scalar_one_or_none()
+
+    def schedule_version(self) -> int:
+        """The schedule change counter (engine.store.changes): one row read."""
+        with self.transaction() as session:
+            return current_version(session)
+
+    def schedule_changes(self, seen: int) -> ChangeSet:
+        """The counter and the schedules changed or removed after version ``seen``."""
+        with self.transaction() as session:
+            return changes_since(session, seen)
 
     def list_runs(
         self, name: str | None = None, statuses: Iterable[str] = (), limit: int = 50

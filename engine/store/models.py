@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Dialect,
@@ -97,6 +98,31 @@ class Schedule(Base):
     lease_until: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The change counter (``schedule_changes.version``) at this row's last definitional
+    # change (engine.store.changes); the timer reloads only rows newer than it has seen.
+    version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0", index=True)
+
+
+class ScheduleChanges(Base):
+    """One row (id 1): a counter bumped by every definitional schedule change (issue 19).
+
+    Fires do not bump it (they only move ``next_fire_at``), so engines claiming work
+    never contend on this row; an idle timer sync reads only this row.
+    """
+
+    __tablename__ = "schedule_changes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class ScheduleRemoval(Base):
+    """A removed schedule at the counter value of its removal, so a sync drops its job."""
+
+    __tablename__ = "schedule_removals"
+
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    schedule_id: Mapped[int] = mapped_column(Integer)
 
 
 class ScheduleRun(Base):
