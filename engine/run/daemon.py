@@ -85,6 +85,8 @@ class Engine:
         self.errors: collections.deque[str] = collections.deque(maxlen=10)
         self._lock: EngineLock | None = None
         self._stopping = threading.Event()
+        # Held while a retention prune runs, so a stop waits for it (its connection).
+        self._pruning = threading.Lock()
         self._inflight = Inflight()
         self.recovered: list[ScheduleRun] = []
         self.book = RunBook()
@@ -417,7 +419,10 @@ class Engine:
             keep_per_schedule=self.settings.runs_keep_per_schedule,
         )
         try:
-            done = prune(self.store.in_transaction, policy, self.store.clock())
+            with self._pruning:
+                if self._stopping.is_set():
+                    return None
+                done = prune(self.store.in_transaction, policy, self.store.clock())
         except Exception as exc:
             self._record_error("retention", exc)
             return None
@@ -456,6 +461,8 @@ class Engine:
         # So: stop the scheduler without waiting, then wait for our own actions.
         self._stopping.set()
         scheduler.shutdown(wait=False)
+        if self._pruning.acquire(timeout=self.settings.shutdown_grace_seconds):
+            self._pruning.release()  # no prune runs now, and none starts after the stop
         self._dispatcher.join(timeout=30)
         # Claimed but not launched: back to the queue, in one transaction.
         self._release_pending()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import Engine as SAEngine
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
@@ -228,11 +229,14 @@ def test_li_db_prune_prunes_what_retention_allows(world: World, db_url: str) -> 
     assert again.stdout.strip() == "pruned 0 run(s) and 0 claim(s)"
 
 
-def test_the_engine_prunes_in_the_background(world: World, db_url: str) -> None:
-    world.store.add_schedule(interval_spec("tick", 3600))
-    _add_runs(world, "tick", [world.clock() - 40 * DAY] * 4, RunStatus.SUCCEEDED)
+def test_the_engine_prunes_in_the_background(db: SAEngine, db_url: str) -> None:
+    store = Store(db)
+    world = World(store, FakeClock())
+    store.add_schedule(interval_spec("tick", 3600))
+    _add_runs(world, "tick", [datetime.now(UTC) - 40 * DAY] * 4, RunStatus.SUCCEEDED)
     settings = settings_for(db_url, runs_keep_per_schedule=1, retention_interval_seconds=0.2)
-    engine = Engine(settings, world.store)
+    engine = Engine(settings, store)
+    engine.start()
     stop = threading.Event()
     thread = threading.Thread(target=engine.run_forever, args=(stop,))
     thread.start()
@@ -241,3 +245,4 @@ def test_the_engine_prunes_in_the_background(world: World, db_url: str) -> None:
     finally:
         stop.set()
         thread.join(30)
+        engine.close()
