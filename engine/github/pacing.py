@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from engine.errors import InvalidInput
+from engine.github.limits import DEFAULT_POINTS_PER_MINUTE
 from engine.github.types import ERROR_CLASSES, RATE_LIMITED
 from engine.timefmt import iso_utc
 
@@ -136,7 +137,7 @@ _PACERS: dict[str, RequestPacer] = {}
 _PACERS_LOCK = threading.Lock()
 
 
-def pacer_for(identity: str, rate_per_minute: float = 600) -> RequestPacer:
+def pacer_for(identity: str, rate_per_minute: float = DEFAULT_POINTS_PER_MINUTE) -> RequestPacer:
     """The process-wide pacer of one token identity (see :func:`token_identity`).
 
     The first call creates it with ``rate_per_minute``; later calls return that pacer as
