@@ -32,6 +32,8 @@ DEFAULT_POINTS_PER_MINUTE = int(REST_POINTS_PER_MINUTE * SHARE_OF_LIMIT)
 # A slow GitHub answer: the threads keep the pace at up to this latency per request.
 DESIGN_LATENCY_SECONDS = 0.5
 MIN_POLL_THREADS = 2
+# Under this share of its primary limit left, a pacer spreads the rest until the reset.
+LOW_BUDGET_SHARE = 0.1
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
