@@ -18,6 +18,7 @@ from bench import (
     health,
     ledger_window,
     legs,
+    mention_scale,
     poll,
     sandbox,
 )
@@ -35,6 +36,7 @@ FULL: dict[str, Any] = {
     "ledger_legs": (1_000, 100_000),
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
+    "mention_repos": 100,  # every 24 s: the load of 500 every 120 s
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -49,6 +51,7 @@ QUICK: dict[str, Any] = {
     "ledger_legs": (1_000, 20_000),
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
+    "mention_repos": 50,  # every 12 s
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -60,6 +63,7 @@ BENCHMARKS = (
     "health",
     "fastpath",
     "ledger",
+    "mentions",
 )
 
 
@@ -149,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         if "ledger" in chosen:
             measured = [ledger_window.measure_size(n, workdir) for n in sizes["ledger_legs"]]
             _emit([*ledger_window.report(measured), ""])
+        if "mentions" in chosen:
+            backend, scaled = mention_scale.measure(
+                int(sizes["mention_repos"]), None, 2, workdir, options.database_url
+            )
+            _emit([*mention_scale.report(backend, scaled), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
