@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from engine.errors import InvalidInput
 from engine.github.limits import (
@@ -69,7 +69,9 @@ class RequestPacer:
       :data:`LOW_BUDGET_SHARE` of the limit, requests are spread so that what is left
       lasts until the reset (never faster than the rate); at 0 the token is held until
       the reset, as a ``403`` would. Above that share nothing changes: ``304`` answers
-      are free, so an idle poller would be slowed for nothing.
+      are free, so an idle poller would be slowed for nothing. A request the budget
+      (not the rate) would hold longer than ``max_wait`` raises ``rate_limited`` at
+      once, as a long deferral does.
     * Concurrency: :meth:`in_flight` admits at most ``max_concurrent`` requests at once
       (GitHub allows 100 per token).
     """
@@ -172,6 +174,17 @@ class RequestPacer:
             if self._last is not None:
                 last_slot, last_points = self._last
                 slot = max(now, last_slot + self._spacing(now) * last_points)
+                paced = last_slot + self.interval * last_points
+                if slot > paced and slot - now > self.max_wait:
+                    # The low primary budget, not the rate, holds this request too long:
+                    # fail fast like a deferral (the schedule's next poll is the retry).
+                    next_at = self._clock() + timedelta(seconds=slot - now)
+                    raise ERROR_CLASSES[RATE_LIMITED](
+                        "GitHub's rate limit for this token is nearly spent; requests are "
+                        f"spread until its reset, the next at {iso_utc(next_at)}",
+                        retry_after=slot - now,
+                        reset_at=next_at,
+                    )
             if self._deferred_slot is not None and self._deferred_slot > now:
                 if self._deferred_slot - now > self.max_wait:
                     until = self._deferred_until

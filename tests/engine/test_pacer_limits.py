@@ -52,11 +52,26 @@ def test_a_write_costs_five_points_of_spacing(sim: GitHubSim) -> None:
 def test_a_low_primary_budget_is_spread_until_its_reset(sim: GitHubSim) -> None:
     time = FakeTime()
     sim.set_rate_limit(TOKEN, limit=5000, remaining=101, reset_at=T0 + timedelta(seconds=600))
-    with client_on(sim, time) as client:
+    with client_on(sim, time, max_wait=10.0) as client:
         client.list_pulls(REPO)  # a 200: 100 units left, under a tenth of the limit
         client.list_pulls(REPO)
     # 600 s to the reset, 100 units: one request every 6 s, not every 0.1 s.
     assert time.slept == [pytest.approx(6.0)]
+
+
+def test_a_budget_wait_longer_than_max_wait_fails_fast_as_rate_limited(sim: GitHubSim) -> None:
+    time = FakeTime()
+    sim.set_rate_limit(TOKEN, limit=5000, remaining=11, reset_at=T0 + timedelta(seconds=600))
+    with client_on(sim, time) as client:  # max_wait 5 s
+        client.list_pulls(REPO)  # 10 units left for 600 s: one a minute
+        asked = len(sim.requests)
+        with pytest.raises(GitHubError) as caught:
+            client.list_pulls(REPO)
+        assert caught.value.reason == "rate_limited" and len(sim.requests) == asked
+        assert caught.value.reset_at == T0 + timedelta(seconds=60)
+        assert time.slept == []
+        time.advance(60)  # its slot has come: the request goes (a free 304)
+        assert client.list_pulls(REPO).unchanged and len(sim.requests) == asked + 1
 
 
 def test_a_healthy_primary_budget_does_not_slow_the_pace(sim: GitHubSim) -> None:
