@@ -19,6 +19,7 @@ from bench import (
     health,
     ledger_window,
     legs,
+    mention_scale,
     poll,
     retention,
     sandbox,
@@ -43,6 +44,7 @@ FULL: dict[str, Any] = {
     "engine_schedules": 3_000,
     "engine_warm": 4.0,
     "engine_window": 15.0,
+    "mention_repos": 100,  # every 24 s: the load of 500 every 120 s
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -62,6 +64,7 @@ QUICK: dict[str, Any] = {
     "engine_schedules": 1_000,
     "engine_warm": 3.0,
     "engine_window": 6.0,
+    "mention_repos": 50,  # every 12 s
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -76,6 +79,7 @@ BENCHMARKS = (
     "retention",
     "verdicts",
     "engines",
+    "mentions",
 )
 
 
@@ -182,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
                 options.database_url,
             )
             _emit([*engines.report(rounds, count), *engines.sync_report(sync_cost), ""])
+        if "mentions" in chosen:
+            backend, scaled = mention_scale.measure(
+                int(sizes["mention_repos"]), None, 2, workdir, options.database_url
+            )
+            _emit([*mention_scale.report(backend, scaled), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])

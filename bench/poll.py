@@ -11,11 +11,14 @@ read from ``/proc`` separately. The schedules live in a scratch database, and a 
 clock shared by the Store and the Engine is moved 61 s before each
 ``Engine.run_once()``, so every schedule polls exactly once per pass:
 
-1. ``Engine.start()`` (it drops the cached pull-list ETags), then one warm-up pass: a
+1. ``Engine.start()`` on a fresh database (no ETag stored yet), then one warm-up pass: a
    full listing per repository (200), which stores the ETags;
 2. K idle passes (default 5): every poll should be one conditional request answered
    304, which costs no rate limit;
-3. baseline, in the same run: the same N repositories listed K times by a
+3. restart (issue 19): a new engine on the same database, one pass: 0 units, since the
+   ETags outlive the process; beside it a new engine after dropping every pull-list ETag
+   first, as ``Engine.start()`` did before issue 19 (one unit per repository);
+4. baseline, in the same run: the same N repositories listed K times by a
    :class:`engine.github.client.GitHubClient` with ``conditional=False`` (no ``If-None-Match``),
    a poller without ETags. Every answer is a 200 and costs one unit.
 
@@ -29,8 +32,8 @@ body separately and does not disable Nagle's algorithm, so the second write wait
 the client's delayed ACK). That is waiting, not CPU: it sets the wall times only. The
 baseline and the setup therefore run on as many threads as ``Engine.run_once`` polls on.
 
-The engine's client gets its own pacer at a very high rate: at the default 600 requests
-a minute one pass over 500 repositories would take 50 s of sleeping. Pacing sleeps, it
+The engine's client gets its own pacer at a very high rate: at the default 810 points
+a minute one pass over 500 repositories would take 37 s of sleeping. Pacing sleeps, it
 costs no CPU, so the CPU figures are unchanged by this.
 """
 
@@ -257,6 +260,8 @@ class PollBenchResult:
     warmup: PassSet
     idle: PassSet
     baseline: PassSet
+    restart: PassSet  # a new engine process, nothing changed (issue 19)
+    restart_old: PassSet  # the same, ETags dropped first as Engine.start() used to
     fired: int  # runs recorded during the warm-up and idle passes
     poll_errors: int  # schedules whose last poll recorded an error
     engine_errors: list[str]
@@ -322,6 +327,30 @@ def _baseline(settings: Settings, sim: SimProcess, repos: list[str], rounds: int
     )
 
 
+def _restart_pass(
+    settings: Settings,
+    store: Store,
+    clock: SettableClock,
+    sim: SimProcess,
+    names: list[str],
+    *,
+    drop: bool,
+) -> PassSet:
+    """A new engine process on the same database, one pass (issue 19). ``drop``: first
+    drop every pull-list ETag, as ``Engine.start()`` did before issue 19 (the baseline)."""
+    transport = CountingTransport()
+    client = _client(settings, transport, SqlEtagCache(store.engine))
+    if drop:
+        for repo in names:
+            client.forget_pulls(repo)
+    engine = Engine(settings, store, github=client)
+    engine.start()
+    try:
+        return _engine_passes(engine, clock, sim, transport, 1, len(names))
+    finally:
+        engine.close()
+
+
 def measure(
     repos: int, idle_passes: int, workdir: Path, server_url: str | None = None
 ) -> PollBenchResult:
@@ -356,6 +385,8 @@ def measure(
                     idle = _engine_passes(engine, clock, sim, transport, idle_passes, repos)
                 finally:
                     engine.close()
+                restart = _restart_pass(settings, store, clock, sim, names, drop=False)
+                restart_old = _restart_pass(settings, store, clock, sim, names, drop=True)
                 with sa_engine.connect() as connection:
                     fired = int(connection.scalar(select(func.count(ScheduleRun.id))) or 0)
                     polls = int(connection.scalar(select(func.sum(PollState.polls))) or 0)
@@ -382,6 +413,8 @@ def measure(
         warmup=warmup,
         idle=idle,
         baseline=baseline,
+        restart=restart,
+        restart_old=restart_old,
         fired=fired,
         poll_errors=poll_errors,
         engine_errors=list(engine.errors),
@@ -435,7 +468,7 @@ def report(result: PollBenchResult) -> list[str]:
         row(
             "warm-up pass: requests",
             str(warmup.requests),
-            f"{_responses(warmup)}; {warmup.units} units (ETags dropped at Engine.start)",
+            f"{_responses(warmup)}; {warmup.units} units (first polls: no ETag yet)",
         ),
         row(
             "idle passes: polls",
@@ -444,6 +477,13 @@ def report(result: PollBenchResult) -> list[str]:
             f"included); commands fired: {result.fired}",
         ),
         row("idle: requests to /pulls", str(idle.requests), _responses(idle)),
+        row(
+            "restart, nothing changed: units",
+            str(result.restart.units),
+            f"{_responses(result.restart)}; target 0: {verdict(result.restart.units == 0)}; "
+            f"as before issue 19 (ETags dropped at start): {result.restart_old.units} units, "
+            f"{_responses(result.restart_old)}",
+        ),
         row(
             "idle: requests / repo / hour",
             f"{per_hour:.1f}",

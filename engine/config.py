@@ -27,6 +27,11 @@ from pydantic_settings import (
 )
 
 from engine.errors import ConfigError
+from engine.github.limits import (
+    DEFAULT_POINTS_PER_MINUTE,
+    MAX_CONCURRENT_REQUESTS,
+    default_poll_threads,
+)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 EXECUTABLE_NAME = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]*$")
@@ -36,6 +41,7 @@ DEFAULT_GITHUB_API_URL = "https://api.github.com"
 _EXPECTED = {
     "LI_MAX_CONCURRENT_ACTIONS": "a positive integer",
     "LI_GITHUB_RATE": "a positive integer",
+    "LI_POLL_THREADS": f"a whole number from 1 to {MAX_CONCURRENT_REQUESTS}",
     "LI_KILL_GRACE": "a non-negative number of seconds",
     "LI_SHUTDOWN_GRACE": "a non-negative number of seconds",
     "LI_SYNC_INTERVAL": "a non-negative number of seconds",
@@ -106,7 +112,14 @@ class Settings(BaseSettings):
         None, repr=False, validation_alias=_env("GITHUB_TOKEN", "GH_TOKEN")
     )
     github_timeout_seconds: float = Field(30.0, ge=0, validation_alias=_env("LI_GITHUB_TIMEOUT"))
-    github_requests_per_minute: int = Field(600, ge=1, validation_alias=_env("LI_GITHUB_RATE"))
+    # Secondary-limit points a minute per token (a GET is 1, a write 5): engine.github.limits.
+    github_requests_per_minute: int = Field(
+        DEFAULT_POINTS_PER_MINUTE, ge=1, validation_alias=_env("LI_GITHUB_RATE")
+    )
+    # None: derived from the rate (engine.github.limits.default_poll_threads).
+    poll_threads_setting: int | None = Field(
+        None, ge=1, le=MAX_CONCURRENT_REQUESTS, validation_alias=_env("LI_POLL_THREADS")
+    )
     # Retention of run rows and poll claims (engine.store.retention, docs/operations.md).
     runs_keep_days: int = Field(30, ge=1, validation_alias=_env("LI_RUNS_KEEP_DAYS"))
     runs_keep_per_schedule: int = Field(
@@ -185,6 +198,13 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    @property
+    def poll_threads(self) -> int:
+        """Threads that run poll passes: ``LI_POLL_THREADS``, else derived from the rate."""
+        if self.poll_threads_setting is not None:
+            return self.poll_threads_setting
+        return default_poll_threads(self.github_requests_per_minute)
 
     def read_environment(
         self, names: tuple[str, ...] | list[str], environ: Mapping[str, str] | None = None

@@ -42,6 +42,7 @@ from engine.github.types import (
     CachedResponse,
     CommentListing,
     EtagCache,
+    EtagSink,
     MemoryEtagCache,
     PullListing,
     RestResult,
@@ -103,6 +104,7 @@ class GitHubClient(GitHubSession):
         conditional: bool = True,
         stop_before: datetime | None = None,
         cache_scope: str = "",
+        etag_sink: EtagSink | None = None,
     ) -> PullListing:
         """Pulls of ``repo`` (``owner/name``), following ``Link: rel="next"`` verbatim.
 
@@ -121,6 +123,9 @@ class GitHubClient(GitHubSession):
         The ETag is stored only for a conditional, complete listing, so a 304 always
         stands for a complete listing (``complete`` is True then) and an incomplete scan
         is read in full again at the next poll.
+
+        ``etag_sink``: the new cache entry goes there instead of into the cache, for a
+        caller that stores it only once it has acted on the listing (engine.poll).
         """
         validate_repo_name(repo)
         if not 1 <= per_page <= 100:
@@ -157,7 +162,7 @@ class GitHubClient(GitHubSession):
         complete = read.next_url is None or read.stopped
         if key and complete:
             first = [project(item, PULL_SHAPE) for item in read.first]
-            self._remember(key, response, first, read.first_next)
+            self._remember(key, response, first, read.first_next, etag_sink)
         return PullListing(False, unique_pulls(pulls), complete, skipped, read.rate)
 
     def list_comment_feed(
@@ -169,6 +174,7 @@ class GitHubClient(GitHubSession):
         cache_scope: str = "",
         max_pages: int = 3,
         conditional: bool = True,
+        etag_sink: EtagSink | None = None,
     ) -> CommentListing:
         """A repository-wide comment feed, ``updated_at`` ascending, from ``since`` on.
 
@@ -182,7 +188,8 @@ class GitHubClient(GitHubSession):
         per feed and ``cache_scope`` is kept however the watermark moves: an ETag names a
         body, so a 304 for another ``since`` still means "this very body". The ETag is
         stored only for a one-page listing: new comments land on the last page, so a 304
-        on the first page of a longer feed would prove nothing.
+        on the first page of a longer feed would prove nothing. ``etag_sink`` as for
+        :meth:`list_pulls`.
         """
         validate_repo_name(repo)
         if kind not in _FEED_PATHS:
@@ -211,7 +218,7 @@ class GitHubClient(GitHubSession):
             )
         if key_ok and read.pages == 1 and read.next_url is None:
             first = [project(item, COMMENT_SHAPE) for item in read.first]
-            self._remember(key, response, first, None)
+            self._remember(key, response, first, None, etag_sink)
         return CommentListing(False, read.items, read.next_url is None, read.rate)
 
     def forget_comment_feeds(self, repo: str) -> int:
@@ -294,11 +301,23 @@ class GitHubClient(GitHubSession):
         response = self._send("GET", url, etag=cached.etag if cached else None)
         return response, cached if response.status_code == 304 else None
 
-    def _remember(self, key: str, response: httpx.Response, body: Any, link: str | None) -> None:
-        """Cache ``body`` under ``key`` with the ETag of ``response`` (if it has a short one)."""
+    def _remember(
+        self,
+        key: str,
+        response: httpx.Response,
+        body: Any,
+        link: str | None,
+        sink: EtagSink | None = None,
+    ) -> None:
+        """Cache ``body`` under ``key`` with the ETag of ``response`` (if it has a short one),
+        or hand the entry to ``sink``."""
         etag = response.headers.get("etag")
         if etag and len(etag) <= ETAG_LIMIT:
-            self._cache.put(key, CachedResponse(etag, body, link, self._clock()))
+            entry = CachedResponse(etag, body, link, self._clock())
+            if sink is not None:
+                sink(key, entry)
+            else:
+                self._cache.put(key, entry)
 
     def _log_skipped(self, repo: str, skipped: list[SkippedItem]) -> None:
         for item in skipped:

@@ -7,12 +7,12 @@ lazily by ``engine.github``) lets the wrapper import the client without importin
 from __future__ import annotations
 
 from sqlalchemy import Engine, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from engine.github.types import CachedResponse
 from engine.store.db import translate_db_error
+from engine.store.httpcache import put_entries
 from engine.store.models import HttpCacheEntry
 
 
@@ -33,28 +33,9 @@ class SqlEtagCache:
             raise translate_db_error(exc, self.engine) from None
 
     def put(self, key: str, entry: CachedResponse) -> None:
-        values = {
-            "key": key,
-            "etag": entry.etag,
-            "body": entry.body,
-            "link_next": entry.link_next,
-            "fetched_at": entry.fetched_at,
-            "status": entry.status,
-        }
         try:
-            # An upsert, so two processes refreshing one key never trip over each other.
-            if self.engine.dialect.name in ("postgresql", "sqlite"):
-                dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-                insert = dialect.insert(HttpCacheEntry).values(**values)
-                statement = insert.on_conflict_do_update(
-                    index_elements=[HttpCacheEntry.key],
-                    set_={name: insert.excluded[name] for name in values if name != "key"},
-                )
-                with self.engine.begin() as connection:
-                    connection.execute(statement)
-            else:
-                with Session(self.engine) as session, session.begin():
-                    session.merge(HttpCacheEntry(**values))
+            with Session(self.engine) as session, session.begin():
+                put_entries(session, [(key, entry)])
         except SQLAlchemyError as exc:
             raise translate_db_error(exc, self.engine) from None
 

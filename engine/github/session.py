@@ -28,6 +28,7 @@ import httpx
 from engine import __version__
 from engine.config import Settings
 from engine.errors import ConfigError, InvalidInput
+from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
 from engine.github.parse import json_name, parse_rate
 from engine.github.types import (
@@ -188,6 +189,9 @@ class GitHubSession:
 
     def _note_rate(self, response: httpx.Response) -> None:
         record_rate(self.token_identity, response.headers)
+        rate = parse_rate(response.headers)
+        if rate is not None and response.status_code < 400:
+            self.pacer.observe(rate)
 
     def __repr__(self) -> str:
         token = "set" if self._token else "none"
@@ -242,7 +246,9 @@ class GitHubSession:
             raise InvalidInput("a GraphQL query is a non-empty string", "invalid_query")
         url = f"{self.api_url}/graphql"
         sent = {"query": query, "variables": dict(variables or {})}
-        response = self._send("POST", url, json_body=sent)
+        mutation = query.lstrip().startswith("mutation")
+        points = WRITE_POINTS if mutation else READ_POINTS
+        response = self._send("POST", url, json_body=sent, points=points)
         payload = self._json(response, dict, url)
         errors = payload.get("errors")
         if errors:
@@ -323,14 +329,17 @@ class GitHubSession:
         etag: str | None = None,
         json_body: dict[str, Any] | None = None,
         ok: tuple[int, ...] = (200,),
+        points: int | None = None,
     ) -> httpx.Response:
         """One paced request; returns an answer whose status is in ``ok`` (or a 304 when
-        ``etag`` was sent), else raises the translated error."""
+        ``etag`` was sent), else raises the translated error. ``points``: its cost in
+        GitHub's secondary limit (default: by method, engine.github.limits.points_of)."""
         where = f"{method} {self._where(url)}"
-        self.pacer.acquire()
+        self.pacer.acquire(points_of(method) if points is None else points)
         headers = {"If-None-Match": etag} if etag else None
         try:
-            response = self._http.request(method, url, headers=headers, json=json_body)
+            with self.pacer.in_flight():
+                response = self._http.request(method, url, headers=headers, json=json_body)
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, where) from None
         if response.status_code in ok or (response.status_code == 304 and etag):

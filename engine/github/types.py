@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
@@ -318,6 +319,11 @@ class CachedResponse:
     link_next: str | None
     fetched_at: datetime
     status: int = 200
+
+
+# Takes a cache entry instead of the cache: a caller that stores it once it has acted on
+# the listing (engine.poll: in the transaction that settles the pass; issue 19).
+EtagSink = Callable[[str, CachedResponse], None]
 
 
 class EtagCache(Protocol):

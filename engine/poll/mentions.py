@@ -181,6 +181,7 @@ class MentionsPass(Pass):
                 max_pages=page_limit(self.config),
                 conditional=not self.dry_run,
                 cache_scope=self.scope,
+                etag_sink=self.keep_etag,
             )
         except GitHubError as exc:
             self.error = exc
@@ -248,6 +249,7 @@ class MentionsPass(Pass):
                 self.comments_mark,
                 cache_scope=f"{self.scope}:{kind}-comments",
                 conditional=not self.dry_run,
+                etag_sink=self.keep_etag,
             )
         except GitHubError as exc:
             self.error = exc

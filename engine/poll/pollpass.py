@@ -139,6 +139,7 @@ class PullsPass(Pass):
                 conditional=not merged and not self.dry_run,
                 stop_before=self.ticket.cursor_at,
                 cache_scope=f"schedule:{self.ticket.schedule_id}",
+                etag_sink=self.keep_etag,
             )
         except GitHubError as exc:
             self.report.polled = True

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine.config import Settings
-from engine.github import GitHubClient, GitHubError
+from engine.github import CachedResponse, GitHubClient, GitHubError
 from engine.poll.config import GithubPollConfig
 from engine.poll.plan import (
     DEFAULT_MERGED_PAGE_LIMIT,
@@ -102,6 +102,8 @@ class Pass:
     dry_run: bool
     now: datetime
     fired: int = 0
+    # ETags of the listings read, stored when the pass settles (engine.store.pollstore).
+    etags: list[tuple[str, CachedResponse]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -179,6 +181,11 @@ class Pass:
         self.report.status = exc.reason
         log.warning("poll of %s (%s) failed: %s", self.name, self.config.repo, exc)
 
+    def keep_etag(self, key: str, entry: CachedResponse) -> None:
+        """The client's ETag sink: held until the pass settles."""
+        self.etags.append((key, entry))
+
     def settle(self, outcome: PollOutcome) -> None:
-        """Write the pass's outcome (and release its lease)."""
+        """Write the pass's outcome with its listings' ETags (and release its lease)."""
+        outcome.etags = list(self.etags)
         self.pstore.settle_poll(self.ticket, outcome, self.owner)

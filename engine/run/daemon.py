@@ -73,6 +73,7 @@ class Engine:
         self.store = store
         self.polls = PollStore(store)
         self._github = github
+        self._github_lock = threading.Lock()
         # One slot per running command, shared by cron/interval fires and poll events.
         self._slots = threading.BoundedSemaphore(settings.max_concurrent_actions)
         self._event_pool = FuturesPool(
@@ -140,7 +141,6 @@ class Engine:
                 )
             if others and path is None:
                 log.info("%d other engine(s) are live; leases keep fires exclusive", len(others))
-            self._forget_poll_etags()
         except BaseException:
             self._release_lock()
             raise
@@ -169,25 +169,12 @@ class Engine:
     @property
     def github(self) -> GitHubClient:
         """The process's GitHub client (ETags in the database, one pacer per token)."""
-        if self._github is None:
-            self._github = github_client(self.settings, SqlEtagCache(self.store.engine))
-        return self._github
-
-    def _forget_poll_etags(self) -> None:
-        # A previous process may have fetched a listing and died before acting on it;
-        # its ETag would hide those events behind a 304. So every process starts with a
-        # full listing per repository.
-        # The same for the comment feeds of mention schedules.
-        schedules = self.polls.github_schedules()
-        repos = {config.get("repo") for _, _, config in schedules}
-        feed_repos = {c.get("repo") for _, _, c in schedules if c.get("event") == "mentions"}
-        for repo in sorted(r for r in repos if isinstance(r, str) and r):
-            try:
-                self.github.forget_pulls(repo)
-                if repo in feed_repos:
-                    self.github.forget_comment_feeds(repo)
-            except LiError as exc:
-                self._record_error(f"dropping cached listing of {repo}", exc)
+        # Poll threads ask for it concurrently: build exactly one (issue 19: start() no
+        # longer builds it to drop ETags, so the first use may be on any thread).
+        with self._github_lock:
+            if self._github is None:
+                self._github = github_client(self.settings, SqlEtagCache(self.store.engine))
+            return self._github
 
     def request_stop(self) -> None:
         """Stop taking new work (safe to call from a signal handler)."""

@@ -75,12 +75,13 @@ class Timer:
         self._backoff = Backoff(initial=1.0, maximum=30.0)
 
     def start(self) -> BackgroundScheduler:
-        """A running scheduler with no jobs yet: actions, polls, default and upkeep pools."""
+        """A running scheduler with no jobs yet: actions, polls (``Settings.poll_threads``),
+        default and upkeep pools."""
         scheduler = BackgroundScheduler(
             timezone=UTC,
             executors={
                 "actions": ThreadPoolExecutor(self.settings.max_concurrent_actions),
-                "polls": ThreadPoolExecutor(2),
+                "polls": ThreadPoolExecutor(self.settings.poll_threads),
                 "default": ThreadPoolExecutor(2),
                 "upkeep": ThreadPoolExecutor(1),
             },

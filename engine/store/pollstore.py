@@ -11,7 +11,10 @@ poller relies on:
   event, and a crash never loses one (the claim and run row exist, or neither does).
 - :meth:`PollStore.settle_poll` writes everything a pass learnt (cursor, held batch,
   refusal counts, counters, health fields, trigger watermarks and open-PR set) in one
-  transaction, and releases the lease.
+  transaction, and releases the lease. The ETags of the listings the pass acted on are
+  stored in that same transaction, never before it (issue 19): a process that dies
+  between a fetch and its settle leaves no ETag that could hide the listing behind a
+  ``304``, so the cache survives restarts.
 - :meth:`PollStore.claim_trigger` does for a trigger event (``mention``, ``pr_opened``)
   what ``claim_event`` does for a pull request event: insert-or-ignore of its dedupe key
   in ``trigger_keys`` + the run row + the link, in ONE transaction.
@@ -28,10 +31,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFound
+from engine.github.types import CachedResponse
 from engine.store.attempts import take_retries
 from engine.store.core import compute_next_fire, seed_poll_state
 from engine.store.enums import RunReason, RunStatus, TriggerType
 from engine.store.firing import Claim
+from engine.store.httpcache import put_entries
 from engine.store.models import (
     PollClaim,
     PollState,
@@ -88,6 +93,8 @@ class PollOutcome:
     pr_watermark_to: datetime | None = None
     comments_watermark_to: datetime | None = None
     open_prs: list[int] | None = None
+    # (cache key, entry) of each listing the pass read and acted on: stored with the settle.
+    etags: list[tuple[str, CachedResponse]] = field(default_factory=list)
 
 
 def _insert_once(session: Session, row: PollClaim | TriggerKey) -> bool:
@@ -396,6 +403,7 @@ class PollStore:
             if row is not None and row.lease_owner == owner:
                 row.lease_owner = None
                 row.lease_until = None
+            put_entries(session, outcome.etags)
 
         self.store.durable(lambda: self.store.in_transaction(work))
 

@@ -41,6 +41,7 @@ PARSED: list[tuple[str, str, str, Any]] = [
     ("GH_TOKEN", "tok-b", "github_token", "tok-b"),
     ("LI_GITHUB_TIMEOUT", "4.5", "github_timeout_seconds", 4.5),
     ("LI_GITHUB_RATE", "120", "github_requests_per_minute", 120),
+    ("LI_POLL_THREADS", "12", "poll_threads_setting", 12),
 ]
 
 
@@ -63,7 +64,8 @@ def test_an_empty_mapping_gives_the_documented_defaults() -> None:
     assert (made.max_concurrent_actions, made.kill_grace_seconds) == (4, 5.0)
     assert (made.shutdown_grace_seconds, made.sync_interval_seconds) == (30.0, 2.0)
     assert made.github_api_url == "https://api.github.com" and made.github_token is None
-    assert (made.github_timeout_seconds, made.github_requests_per_minute) == (30.0, 600)
+    assert (made.github_timeout_seconds, made.github_requests_per_minute) == (30.0, 810)
+    assert (made.poll_threads_setting, made.poll_threads) == (None, 7)
     assert made == Settings()
 
 
@@ -102,6 +104,8 @@ MALFORMED = [
     ("LI_GITHUB_TIMEOUT", "30s"),
     ("LI_GITHUB_RATE", "1.5"),
     ("LI_GITHUB_RATE", "0"),
+    ("LI_POLL_THREADS", "0"),
+    ("LI_POLL_THREADS", "500"),
     ("LI_ENV_PASSTHROUGH", "GOOD,1BAD"),
     ("LI_ENV_PASSTHROUGH", "A-B"),
 ]
