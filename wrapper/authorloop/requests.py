@@ -141,6 +141,10 @@ def request_reviews(
     write_state(ledger, repo, today, exhausted)
     plan = choose(bots.bots, exhausted, bots.per_round)
     triggers = {bot.name: bot.trigger for bot in bots.bots}
+
+    def send(body: str) -> dict[str, Any]:
+        return post_issue_comment(github, repo, pr, body)
+
     done: list[BotRequest] = []
     for item in plan:
         if item.state != "requested":
@@ -154,7 +158,7 @@ def request_reviews(
             pr,
             triggers[item.bot],
             f"review-request:{item.bot}",
-            lambda body: post_issue_comment(github, repo, pr, body),
+            send,
         )
         done.append(BotRequest(item.bot, "requested", "", int(created["id"])))
     return done
