@@ -103,6 +103,26 @@ def _listing(github: GitHubClient, path: str) -> list[dict[str, Any]]:
     return [item for item in body if isinstance(item, dict)]
 
 
+def _comment(kind: str, c: dict[str, Any], **extra: Any) -> Feedback:
+    """One issue-level or inline comment as :class:`Feedback`, triaged."""
+    login, account = _login(c)
+    body = str(c.get("body") or "")
+    decided = triage(body)
+    return Feedback(
+        kind,
+        int(c["id"]),
+        str(c.get("node_id") or ""),
+        login,
+        detect_source(login, account),
+        decided.priority,
+        body,
+        str(c.get("created_at") or ""),
+        basis=decided.basis,
+        marker=decided.marker,
+        **extra,
+    )
+
+
 def build_feedback(
     issue_comments: list[dict[str, Any]],
     review_comments: list[dict[str, Any]],
@@ -115,42 +135,16 @@ def build_feedback(
         c.get("in_reply_to_id") for c in review_comments if c.get("in_reply_to_id") is not None
     )
     items: list[Feedback] = []
-    for c in issue_comments:
-        login, kind = _login(c)
-        body = str(c.get("body") or "")
-        items.append(
-            Feedback(
-                "issue",
-                int(c["id"]),
-                str(c.get("node_id") or ""),
-                login,
-                detect_source(login, kind),
-                (decided := triage(body)).priority,
-                body,
-                str(c.get("created_at") or ""),
-                basis=decided.basis,
-                marker=decided.marker,
-            )
-        )
+    items += [_comment("issue", c) for c in issue_comments]
     for c in review_comments:
         if c.get("in_reply_to_id") is not None:
             continue
-        login, kind = _login(c)
-        body = str(c.get("body") or "")
         thread = by_root.get(int(c["id"]))
         line = c.get("line") if c.get("line") is not None else c.get("original_line")
         items.append(
-            Feedback(
+            _comment(
                 "inline",
-                int(c["id"]),
-                str(c.get("node_id") or ""),
-                login,
-                detect_source(login, kind),
-                (decided := triage(body)).priority,
-                body,
-                str(c.get("created_at") or ""),
-                basis=decided.basis,
-                marker=decided.marker,
+                c,
                 path=c.get("path"),
                 line=line if isinstance(line, int) else None,
                 thread_id=thread.id if thread else None,
