@@ -15,7 +15,7 @@ import pytest
 from ghsim import GitHubSim
 from wrapper.authorloop.decisions import Decision, decide, parse_manual, rule_decision
 from wrapper.authorloop.feedback import Feedback
-from wrapper.authorloop.loopstatus import CEILING, loop_status
+from wrapper.authorloop.loopstatus import CEILING, contradictions, dispositions, loop_status
 from wrapper.authorloop.pr_status import Round
 from wrapper.authorloop.triage import Basis, Priority, Source
 from wrapper.errors import ConfigError
@@ -92,6 +92,23 @@ def test_the_stopping_rules(
     severe: tuple[bool, ...], decisions: dict[int, Decision], state: str
 ) -> None:
     assert loop_status(rounds(*severe), decisions).state == state
+
+
+def test_dispositions_and_contradictions_for_the_readiness_summary() -> None:
+    manual_reject = Decision(5, "reject", "kept on purpose", "manual", "P2", "human", "h0")
+    p3 = Decision(6, "reject", "P3: optional", "rule", "P3", "gemini", "h0")
+    decided = [decision(1, "fix", "h0"), decision(2, "fix", "h1", line=40), manual_reject, p3,
+               Decision(7, "escalate", "a person", "rule", "P2", "human", "h1")]  # fmt: skip
+    assert dispositions(decided, "h1") == {
+        "fixed": 1,
+        "fix_pending": 1,
+        "wont_fix": 1,
+        "out_of_scope": 1,
+        "escalated": 1,
+    }
+    reversal = [decision(1, "fix", "h0"), decision(2, "fix", "h1", line=4)]
+    assert len(contradictions(reversal, rounds(True, True))) == 1
+    assert contradictions(reversal, rounds(True)) == []  # h1 is no reviewed round
 
 
 @pytest.fixture
@@ -183,6 +200,11 @@ def test_close_out_replies_resolves_hides_in_order_and_only_once(
     assert sim.thread_resolved(REPO, finding.id) and sim.minimized(REPO, finding.id)
     replies = [c for c in sim.comments(REPO) if c.in_reply_to_id == finding.id]
     assert len(replies) == 1 and replies[0].body.startswith("Fixed in ")
+    status = kdev("pr-status")
+    assert status["dispositions"] == {
+        "fixed": 1, "fix_pending": 0, "wont_fix": 0, "out_of_scope": 1, "escalated": 0,
+    }  # fmt: skip
+    assert status["contradictions"] == []
     third = kdev("close-out")["closed"]
     assert all(c["done_now"] == [] for c in third)  # idempotent
     assert len([c for c in sim.comments(REPO) if c.in_reply_to_id == finding.id]) == 1

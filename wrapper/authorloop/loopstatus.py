@@ -63,26 +63,43 @@ def _clean_streak(rounds: Sequence[Round]) -> int:
     return streak
 
 
-def _contradiction(decisions: Sequence[Decision], order: Mapping[str, int]) -> str | None:
+def contradictions(decisions: Sequence[Decision], rounds: Sequence[Round]) -> list[str]:
+    """Every possible reversal (rule 2 of the module doc), one line each; decisions made at
+    a head that is no reviewed round are left out (their order is unknown). Pure."""
+    order = {one.head_sha: number for number, one in enumerate(rounds)}
     fixes = [d for d in decisions if d.decision == "fix" and d.path and d.line is not None]
-    for later in fixes:
-        for earlier in fixes:
-            if (
-                earlier.path == later.path
-                and order.get(earlier.head_sha, -1) < order.get(later.head_sha, -1)
-                and abs((earlier.line or 0) - (later.line or 0)) <= NEAR_LINES
-            ):
-                return (
-                    f"comment {later.comment_id} asks to change {later.path}:{later.line}, "
-                    f"near what comment {earlier.comment_id} had fixed in an earlier round "
-                    "(a possible reversal)"
-                )
-    return None
+    return [
+        f"comment {later.comment_id} asks to change {later.path}:{later.line}, near what "
+        f"comment {earlier.comment_id} had fixed in an earlier round (a possible reversal)"
+        for later in fixes
+        for earlier in fixes
+        if earlier.path == later.path
+        and earlier.head_sha in order
+        and later.head_sha in order
+        and order[earlier.head_sha] < order[later.head_sha]
+        and abs((earlier.line or 0) - (later.line or 0)) <= NEAR_LINES
+    ]
+
+
+def dispositions(decisions: Sequence[Decision], head_sha: str) -> dict[str, int]:
+    """How the triaged comments ended, for the merge-readiness summary. Pure:
+    ``fixed`` (a fix pushed since), ``fix_pending``, ``wont_fix`` (rejected with a reason),
+    ``out_of_scope`` (rejected by the P3 rule), ``escalated``."""
+    counts = dict.fromkeys(("fixed", "fix_pending", "wont_fix", "out_of_scope", "escalated"), 0)
+    for d in decisions:
+        if d.decision == "fix":
+            counts["fixed" if d.head_sha != head_sha else "fix_pending"] += 1
+        elif d.decision == "escalate":
+            counts["escalated"] += 1
+        elif d.by == "rule" and d.priority == "P3":
+            counts["out_of_scope"] += 1
+        else:
+            counts["wont_fix"] += 1
+    return counts
 
 
 def loop_status(rounds: Sequence[Round], decisions: Mapping[int, Decision]) -> LoopStatus:
     """The loop's state by the rules of the module doc. Pure."""
-    order = {one.head_sha: number for number, one in enumerate(rounds)}
     listed = list(decisions.values())
     newest = rounds[-1].head_sha if rounds else None
     at_newest = [d for d in listed if d.head_sha == newest]
@@ -97,9 +114,9 @@ def loop_status(rounds: Sequence[Round], decisions: Mapping[int, Decision]) -> L
     if escalated:
         first = escalated[0]
         return status("escalate", f"comment {first.comment_id} is escalated: {first.reason}")
-    reversal = _contradiction(listed, order)
-    if reversal is not None:
-        return status("escalate", reversal)
+    reversals = contradictions(listed, rounds)
+    if reversals:
+        return status("escalate", reversals[0])
     decided = fixes + rejects
     if decided >= RATIO_MIN and rejects >= REJECT_SHARE * decided:
         return status(

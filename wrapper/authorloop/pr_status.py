@@ -10,7 +10,7 @@ a ``P1``/``P2`` finding; ``last_two_rounds_clean`` needs two rounds, both withou
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.github import GitHubClient, GitHubError
@@ -46,6 +46,9 @@ class PrStatus:
     feedback: FeedbackReport
     ci: dict[str, str]  # check name -> bucket at the head
     ci_state: str  # passing | failing | pending | none | unknown
+    # From kdev triage (triage.json): how the comments ended, and possible reversals.
+    dispositions: dict[str, int] = field(default_factory=dict)
+    contradictions: list[str] = field(default_factory=list)
 
     @property
     def last_two_rounds_clean(self) -> bool:
@@ -63,6 +66,8 @@ class PrStatus:
             "open_threads": self.feedback.open_threads,
             "ci_state": self.ci_state,
             "ci": self.ci,
+            "dispositions": self.dispositions,
+            "contradictions": self.contradictions,
         }
 
     def lines(self) -> list[str]:
@@ -84,6 +89,9 @@ class PrStatus:
         out.append(f"open threads: {self.feedback.open_threads}")
         checks = ", ".join(f"{k}: {v}" for k, v in sorted(self.ci.items()))
         out.append(f"ci: {self.ci_state}" + (f" ({checks})" if checks else ""))
+        shown = ", ".join(f"{k} {v}" for k, v in self.dispositions.items() if v)
+        out.append(f"dispositions: {shown or 'none triaged'}")
+        out += [f"contradiction: {line}" for line in self.contradictions]
         return out
 
 
@@ -138,6 +146,21 @@ def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrSta
         raise KdevError(
             f"cannot read {repo} #{pr}: {exc.message} [{exc.reason}]", "github_read_failed"
         ) from None
+    from wrapper.authorloop.decisions import read_decisions
+    from wrapper.authorloop.loopstatus import contradictions, dispositions
+
     ci, state = ci_summary(runs)
     feedback = collect_feedback(github, repo, pr)
-    return PrStatus(repo, pr, head, review_rounds(ledger, repo, pr), feedback, ci, state)
+    rounds = review_rounds(ledger, repo, pr)
+    decided = list(read_decisions(ledger, repo, pr).values())
+    return PrStatus(
+        repo,
+        pr,
+        head,
+        rounds,
+        feedback,
+        ci,
+        state,
+        dispositions(decided, head),
+        contradictions(decided, rounds),
+    )
