@@ -183,10 +183,11 @@ def create_issue_comment(ctx: Ctx, owner: str, name: str, number: str) -> dict[s
     return payload
 
 
-def _changed_paths(ctx: Ctx, pr: Pull) -> set[str]:
+def _diff_lines(ctx: Ctx, pr: Pull, path: str, side: str) -> set[int]:
+    """The lines of ``path`` the pull's diff shows on ``side`` (empty: not changed)."""
     git, base = ctx.sim.git, _base_sha(ctx, pr)
     merge_base = git.merge_base(pr.repo.path, base, pr.head_sha) or base
-    return {f.filename for f in git.diff_files(pr.repo.path, merge_base, pr.head_sha)}
+    return git.hunk_lines(pr.repo.path, merge_base, pr.head_sha, path, side)
 
 
 @route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/comments")
@@ -194,7 +195,7 @@ def create_review_comment(ctx: Ctx, owner: str, name: str, number: str) -> dict[
     """A new review thread on ``path``/``line`` of the PR's head (``side`` RIGHT or LEFT).
 
     As on GitHub: ``commit_id``, ``path`` and ``line`` are required; a ``commit_id``
-    other than the head, or a path the pull request does not change, is 422."""
+    other than the head, or a line the pull's diff does not show on that side, is 422."""
     repo = _repo(ctx, owner, name)
     pr = _pull(ctx, repo, number)
     user = _require_user(ctx)
@@ -204,11 +205,10 @@ def create_review_comment(ctx: Ctx, owner: str, name: str, number: str) -> dict[
     valid = (
         data.get("commit_id") == pr.head_sha
         and isinstance(path, str)
-        and path in _changed_paths(ctx, pr)
         and isinstance(line, int)
         and not isinstance(line, bool)
-        and line >= 1
         and side in ("RIGHT", "LEFT")
+        and line in _diff_lines(ctx, pr, path, side)
     )
     if not valid:
         raise HttpError(422, "Validation Failed")
