@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from ghsim import GitHubSim
 from tests.wrapper.reviewbench import REPO, Bench
 from tests.wrapper.test_roster import roster_bench, roster_config  # noqa: F401
+from wrapper.cli.app import app
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError
 from wrapper.post import post_gated
@@ -188,3 +190,40 @@ def test_a_github_failure_of_a_line_comment_is_counted_not_retried_elsewhere(
     assert sorted(f["agent"] for f in recorded.failures) == ["code-reviewer", "pci-auditor"]
     assert {f["reason"] for f in recorded.failures} == {"finding_post_failed"}
     assert _signed(bench.sim, "review") == []  # a 403 is not moved to a PR-level comment
+
+
+@pytest.fixture
+def cli(roster_bench: Bench, monkeypatch: pytest.MonkeyPatch) -> CliRunner:  # noqa: F811
+    config = roster_bench.root / "kdev-cli.yaml"
+    config.write_text(f"reviews_dir: {roster_bench.root / 'reviews'}\n")
+    monkeypatch.setenv("KDEV_CONFIG", str(config))
+    monkeypatch.setenv("GITHUB_API_URL", roster_bench.sim.url)
+    monkeypatch.setenv("GITHUB_TOKEN", roster_bench.token)
+    return CliRunner()
+
+
+def test_kdev_comments_agent_lists_only_that_reviewers_signed_findings(
+    roster_bench: Bench,  # noqa: F811
+    pr_number: int,
+    cli: CliRunner,
+) -> None:
+    bench = roster_bench
+    bench.review(pr_number, config=_findings_config(bench))
+    forged = f"{signature('pci-auditor')} is quoted here, not at the end"
+    bench.sim.comment(REPO, pr_number, forged, author="alice")
+    base = ["comments", "--repo", REPO, "--pr", str(pr_number)]
+    listed = cli.invoke(app, [*base, "--agent", "pci-auditor", "--json"])
+    assert listed.exit_code == 0, listed.output
+    items = json.loads(listed.stdout)["items"]
+    assert sorted((i["kind"], i["path"], i["agent"]) for i in items) == [
+        ("inline", "plugins/auth/card.py", "pci-auditor"),
+        ("issue", None, "pci-auditor"),
+    ]
+    assert json.loads(listed.stdout)["open_threads"] == 1
+    text = cli.invoke(app, [*base, "--agent", "code-reviewer"])
+    assert text.exit_code == 0, text.output
+    assert text.output.count("agent=code-reviewer") == 1 and "pci-auditor" not in text.output
+    everything = json.loads(cli.invoke(app, [*base, "--json"]).stdout)["items"]
+    assert len(everything) > 3  # without --agent: every comment, the forged one too
+    bad = cli.invoke(app, [*base, "--agent", "no spaces"])
+    assert bad.exit_code == 1 and bad.output.strip().endswith("[invalid_agent]")

@@ -21,7 +21,9 @@ _FINDING = re.compile(
 )
 # ``path:line`` in a finding's text, optionally in backticks; the path has no spaces.
 _LOCATION = re.compile(r"`?([A-Za-z0-9_.][A-Za-z0-9_./-]*):([1-9][0-9]{0,8})\b`?")
-_SIGNATURE = re.compile(r"<!-- kdev-agent: ([A-Za-z0-9._-]{1,100}) -->")
+# The signature kdev appends: the body's last line (earlier text is escaped by the gate).
+_SIGNATURE = re.compile(r"<!-- kdev-agent: ([A-Za-z0-9._-]{1,100}) -->\s*\Z")
+AGENT_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -58,7 +60,7 @@ def signature(name: str) -> str:
 
 
 def signed_by(body: str) -> str | None:
-    """The agent name of the signature in ``body``, or None when it has none."""
+    """The agent name of the signature ending ``body``, or None when it has none."""
     found = _SIGNATURE.search(body)
     return found.group(1) if found else None
 
