@@ -226,4 +226,28 @@ def test_kdev_comments_agent_lists_only_that_reviewers_signed_findings(
     everything = json.loads(cli.invoke(app, [*base, "--json"]).stdout)["items"]
     assert len(everything) > 3  # without --agent: every comment, the forged one too
     bad = cli.invoke(app, [*base, "--agent", "no spaces"])
-    assert bad.exit_code == 1 and bad.output.strip().endswith("[invalid_agent]")
+    assert bad.exit_code == 2 and bad.output.strip().endswith("[invalid_agent]")
+
+
+def test_pr_status_reports_the_newest_rounds_posting_integrity(
+    roster_bench: Bench,  # noqa: F811
+    pr_number: int,
+    cli: CliRunner,
+) -> None:
+    bench = roster_bench
+    base = ["pr-status", "--repo", REPO, "--pr", str(pr_number)]
+    bench.sim.inject_fault("POST", r"/pulls/\d+/comments$", status=403, times=None)
+    with pytest.raises(KdevError):
+        bench.review(pr_number, config=_findings_config(bench))
+    shown = cli.invoke(app, [*base, "--json"])
+    assert shown.exit_code == 0, shown.output
+    posting = json.loads(shown.stdout)["posting"]
+    assert (posting["expected"], posting["posted"], posting["complete"]) == (3, 1, False)
+    text = cli.invoke(app, base).output
+    assert "posting integrity: 1 of 3 findings posted, INCOMPLETE (finding_post_failed)" in text
+    # A new head's clean round is now the newest: its record, not the older one, counts.
+    bench.sim.clear_faults()
+    bench.sim.push(REPO, pr_number, {"app.py": "x = 2\n"})
+    bench.review(pr_number, config=roster_config(bench))
+    posting = json.loads(cli.invoke(app, [*base, "--json"]).stdout)["posting"]
+    assert (posting["expected"], posting["posted"], posting["complete"]) == (0, 0, True)

@@ -15,7 +15,7 @@ from typing import Any
 from engine.github import GitHubClient, GitHubError
 from wrapper.authorloop.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
 from wrapper.authorloop.triage import Basis, Priority, Source, detect_source, triage
-from wrapper.errors import KdevError
+from wrapper.errors import ConfigError, KdevError
 from wrapper.review.findings import AGENT_NAME, signed_by
 
 CONVERSATION = "(conversation)"
@@ -206,9 +206,9 @@ def collect_feedback(
     """Read and triage all feedback on ``repo`` #``pr``. ``unresolved`` keeps inline
     comments of open threads only (issue-level comments and summaries have no thread);
     ``agent`` keeps comments signed ``<!-- kdev-agent: AGENT -->`` only, and counts
-    only their open threads. A bad ``agent`` is KdevError ``invalid_agent``."""
+    only their open threads. A bad ``agent`` is ConfigError ``invalid_agent``."""
     if agent is not None and not AGENT_NAME.fullmatch(agent):
-        raise KdevError(
+        raise ConfigError(
             f"--agent is a roster reviewer's name ([A-Za-z0-9._-], up to 100), got {agent!r}",
             "invalid_agent",
         )

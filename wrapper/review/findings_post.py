@@ -158,6 +158,13 @@ def post_findings(
     return record
 
 
+def round_record(ledger: Ledger, repo: str, pr: int, patch_id: str) -> FindingsRound | None:
+    """The findings record of the round that reviewed ``patch_id``, or None (a round of
+    one backend, or one whose verdict was refused, has none)."""
+    path = ledger.pr_dir(repo, pr) / f"{FINDINGS_PREFIX}{patch_id}.json"
+    return _load(path) if path.exists() else None
+
+
 def newest_round(ledger: Ledger, repo: str, pr: int) -> FindingsRound | None:
     """The most recently posted round's record of ``repo`` #``pr``, or None. A record
     that does not parse is KdevError ``invalid_record`` (never read as clean)."""
