@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ghsim import GitHubSim
+from ghsim.model import node_id
 from tests.wrapper.reviewbench import REPO, Bench
 from tests.wrapper.test_roster import roster_bench, roster_config  # noqa: F401
 from wrapper.cli.app import app
@@ -251,3 +252,32 @@ def test_pr_status_reports_the_newest_rounds_posting_integrity(
     bench.review(pr_number, config=roster_config(bench))
     posting = json.loads(cli.invoke(app, [*base, "--json"]).stdout)["posting"]
     assert (posting["expected"], posting["posted"], posting["complete"]) == (0, 0, True)
+
+
+def test_kdev_reopen_reopens_a_resolved_finding_and_fails_loud(
+    roster_bench: Bench,  # noqa: F811
+    pr_number: int,
+    cli: CliRunner,
+) -> None:
+    bench = roster_bench
+    bench.review(pr_number, config=_findings_config(bench))
+    (root,) = [c for c in bench.sim.comments(REPO, "review") if signed_by(c.body)]
+    node = node_id("PullRequestReviewComment", root.id)
+    base = ["--repo", REPO, "--pr", str(pr_number), "--node", node]
+    assert cli.invoke(app, ["resolve", *base]).exit_code == 0
+    assert bench.sim.thread_resolved(REPO, root.id)
+    reopened = cli.invoke(app, ["reopen", *base, "--json"])
+    assert reopened.exit_code == 0, reopened.output
+    assert json.loads(reopened.stdout)["resolved"] is False
+    assert not bench.sim.thread_resolved(REPO, root.id)
+    again = cli.invoke(app, ["reopen", *base])  # an open thread stays open, no mutation
+    assert again.exit_code == 0 and again.stdout.startswith("reopened: thread ")
+    listed = cli.invoke(app, ["comments", *base[:4], "--agent", "pci-auditor", "--unresolved"])
+    assert "open threads: 1" in listed.output
+    assert cli.invoke(app, ["resolve", *base]).exit_code == 0
+    bench.sim.inject_fault("POST", r"/graphql$", status=502, times=None)
+    failed = cli.invoke(app, ["reopen", *base])
+    assert failed.exit_code != 0 and bench.sim.thread_resolved(REPO, root.id)
+    bench.sim.clear_faults()
+    missing = cli.invoke(app, ["reopen", *base[:4], "--node", "MDEyOk5vdGhpbmc5OQ=="])
+    assert missing.exit_code == 1 and missing.output.strip().endswith("[thread_not_found]")

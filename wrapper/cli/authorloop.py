@@ -137,6 +137,28 @@ def resolve_cmd(
     guarded(work)
 
 
+def reopen_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Reopen (unresolve) the review thread that starts with comment NODE."""
+    from wrapper.authorloop.threads import reopen
+
+    def work() -> None:
+        check_repo(repo)
+        with open_github() as client:
+            thread = reopen(client, repo, pr, node)
+        if as_json:
+            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": False}
+            typer.echo(json.dumps(shown))
+        else:
+            typer.echo(f"reopened: thread {thread.id}")
+
+    guarded(work)
+
+
 def hide_cmd(
     node: str = typer.Option(..., "--node", help="Node id of the comment."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
