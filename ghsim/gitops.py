@@ -8,6 +8,7 @@ leaks in. Commit dates come from the simulator clock.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ from pathlib import Path
 ZERO_SHA = "0" * 40
 BOT_NAME = "ghsim"
 BOT_EMAIL = "ghsim@example.invalid"
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,17 @@ class Git:
                 continue
             entries.append(dict(zip(keys, record.split("\x00"), strict=True)))
         return entries
+
+    def hunk_lines(self, repo: Path, base: str, head: str, path: str, side: str) -> set[int]:
+        """The line numbers of ``path`` that the ``base..head`` diff shows (its hunks with
+        GitHub's three lines of context) on ``side``: RIGHT the head's, LEFT the base's."""
+        text = self.out(repo, "diff", "--no-renames", "-U3", base, head, "--", path)
+        shown: set[int] = set()
+        for match in _HUNK.finditer(text):
+            start, count = (match[3], match[4]) if side == "RIGHT" else (match[1], match[2])
+            first = int(start)
+            shown.update(range(first, first + (1 if count is None else int(count))))
+        return shown
 
     def diff_files(self, repo: Path, base: str, head: str) -> list[FileChange]:
         """Per-file status, blob, additions and deletions of ``base..head`` (no renames)."""

@@ -147,7 +147,7 @@ def _graphql_mutation(ctx: Ctx, query: str, variables: dict[str, Any]) -> dict[s
                 }
             }
         }
-    return _gql_error("INVALID", "ghsim knows resolveReviewThread and minimizeComment only")
+    return _gql_error("INVALID", "ghsim knows (un)resolveReviewThread and minimizeComment only")
 
 
 def _gql_comment(ctx: Ctx, c: Comment) -> dict[str, Any]:

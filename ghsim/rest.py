@@ -183,6 +183,44 @@ def create_issue_comment(ctx: Ctx, owner: str, name: str, number: str) -> dict[s
     return payload
 
 
+def _diff_lines(ctx: Ctx, pr: Pull, path: str, side: str) -> set[int]:
+    """The lines of ``path`` the pull's diff shows on ``side`` (empty: not changed)."""
+    git, base = ctx.sim.git, _base_sha(ctx, pr)
+    merge_base = git.merge_base(pr.repo.path, base, pr.head_sha) or base
+    return git.hunk_lines(pr.repo.path, merge_base, pr.head_sha, path, side)
+
+
+@route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/comments")
+def create_review_comment(ctx: Ctx, owner: str, name: str, number: str) -> dict[str, Any]:
+    """A new review thread on ``path``/``line`` of the PR's head (``side`` RIGHT or LEFT).
+
+    As on GitHub: ``commit_id``, ``path`` and ``line`` are required; a ``commit_id``
+    other than the head, or a line the pull's diff does not show on that side, is 422."""
+    repo = _repo(ctx, owner, name)
+    pr = _pull(ctx, repo, number)
+    user = _require_user(ctx)
+    body = _body_text(ctx)
+    data = ctx.json if isinstance(ctx.json, dict) else {}
+    path, line, side = data.get("path"), data.get("line"), data.get("side", "RIGHT")
+    valid = (
+        data.get("commit_id") == pr.head_sha
+        and isinstance(path, str)
+        and isinstance(line, int)
+        and not isinstance(line, bool)
+        and side in ("RIGHT", "LEFT")
+        and line in _diff_lines(ctx, pr, path, side)
+    )
+    if not valid:
+        raise HttpError(422, "Validation Failed")
+    created = ctx.sim.comment(
+        repo.full_name, pr.number, body, author=user, kind="review", path=path, line=line
+    )
+    ctx.status = 201
+    payload = _comment_json(ctx, created)
+    ctx.headers["location"] = payload["url"]
+    return payload
+
+
 @route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies")
 def reply_to_review_comment(
     ctx: Ctx, owner: str, name: str, number: str, comment_id: str

@@ -10,6 +10,8 @@ a client:
     compare              GET /repos/{repo}/compare/{base}...{head} (Comparison)
     get_comment          GET one issue or diff comment (raw object)
     post_issue_comment   POST /repos/{repo}/issues/{n}/comments (the created comment)
+    post_line_comment    POST /repos/{repo}/pulls/{n}/comments: a new review thread on
+                         path/line of commit_id (the created comment)
 
 Errors are the engine's: transport errors, statuses and GraphQL errors are translated by
 the client's one table; a missing object or an answer of the wrong shape found here is
@@ -210,3 +212,29 @@ def post_issue_comment(client: GitHubClient, repo: str, number: int, body: str) 
         raise InvalidInput("a comment body is a non-empty string", "invalid_body")
     path = f"repos/{repo}/issues/{number}/comments"
     return client.request("POST", path, body={"body": body}, expect=dict)
+
+
+def post_line_comment(
+    client: GitHubClient,
+    repo: str,
+    number: int,
+    body: str,
+    *,
+    commit_id: str,
+    path: str,
+    line: int,
+    side: str = "RIGHT",
+) -> dict[str, Any]:
+    """``POST /repos/{repo}/pulls/{number}/comments``: a new review thread on ``path``
+    line ``line`` (``side`` RIGHT: the head's side of the diff) of ``commit_id``; returns
+    the created comment. Never retried; failures as :func:`post_issue_comment`."""
+    validate_repo_name(repo)
+    _check_id(number, "a pull number")
+    _check_id(line, "a line number")
+    if not isinstance(body, str) or not body:
+        raise InvalidInput("a comment body is a non-empty string", "invalid_body")
+    if not path or side not in ("RIGHT", "LEFT"):
+        raise InvalidInput("a review comment needs a path and side RIGHT or LEFT", "invalid_body")
+    payload = {"body": body, "commit_id": commit_id, "path": path, "line": line, "side": side}
+    path_url = f"repos/{repo}/pulls/{number}/comments"
+    return client.request("POST", path_url, body=payload, expect=dict)

@@ -2,10 +2,11 @@
 
 :func:`post_gated` is the gate every comment kdev posts goes through: review rounds
 (:mod:`wrapper.ledger.delivery`, via :func:`post_comment`), descriptions
-(:mod:`wrapper.review.describe`, via :func:`post_comment`) and the author-loop replies of
-:mod:`wrapper.authorloop.threads` (their own ``send``); nothing in ``wrapper/`` posts a
-body to GitHub any other way (tests/wrapper/test_comment_gate.py checks the source). It
-applies, in order:
+(:mod:`wrapper.review.describe`, via :func:`post_comment`), roster findings
+(:mod:`wrapper.review.findings_post`, their own ``send``, with a signature) and the
+author-loop replies of :mod:`wrapper.authorloop.threads` (their own ``send``); nothing
+in ``wrapper/`` posts a body to GitHub any other way (tests/wrapper/test_comment_gate.py
+checks the source). It applies, in order:
 
 1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
    then every mention of ``mention_handle`` that the trigger detector would count
@@ -26,6 +27,7 @@ Bodies longer than :data:`MAX_BODY_CHARS` (GitHub's limit is 65536) are cut, wit
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +40,7 @@ from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger.ledger import Ledger
 from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
 
+_SIGNATURE = re.compile(r"<!-- kdev-agent: [A-Za-z0-9._-]{1,100} -->")
 log = logging.getLogger("kdev.comments")  # the name it logged under as wrapper.comments
 
 MAX_BODY_CHARS = 60000
@@ -78,12 +81,20 @@ def post_gated(
     purpose: str,
     send: Callable[[str], dict[str, Any]],
     failure_reason: str = COMMENT_POST_FAILED,
+    signature: str = "",
 ) -> dict[str, Any]:
     """The one gate (see the module doc): prepare ``raw``, refuse a secret
     (LedgerError ``secret_in_output``, nothing posted), ``send`` the body, record the new
     comment's id under ``purpose``; returns GitHub's answer. ``send`` raises its own
-    KdevError for a failed POST; an answer without an id is ``failure_reason``."""
+    KdevError for a failed POST; an answer without an id is ``failure_reason``.
+
+    ``signature`` is a hidden ``<!-- kdev-agent: NAME -->`` line appended after the
+    preparation (which would escape it as raw HTML); anything else is refused."""
+    if signature and not _SIGNATURE.fullmatch(signature):
+        raise KdevError(f"not a kdev-agent signature: {signature[:120]!r}", "invalid_signature")
     body = comment_body(raw, config.mention_handle)
+    if signature:
+        body = f"{body}\n\n{signature}"
     secrets = known_secrets(config, environ)
     if contains_secret((raw, body), secrets):
         raise LedgerError(

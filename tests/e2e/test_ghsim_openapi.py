@@ -103,6 +103,8 @@ class Scenario:
     # fork PR, 3 a draft, 4 merged, 5 closed
     review_root: int
     issue_comment: int
+    head: str  # the pull's head sha, for a new review comment
+    changed: str  # a path the pull changes
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +146,7 @@ def scenario() -> Iterator[Scenario]:
         closed = sim.open_pr(REPO, "dropped", {"e.txt": "5\n"})
         sim.close(REPO, closed.number)
         sim.commit_to_base(REPO, {"base.txt": "moved on\n"})  # pr is now behind its base
-        yield Scenario(sim, pr.number, root.id, issue.id)
+        yield Scenario(sim, pr.number, root.id, issue.id, pr.head_sha, "a.txt")
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +190,13 @@ def requests_for(s: Scenario) -> list[tuple[str, str, Any, int]]:
         ("POST", f"{r}/issues/{n}/comments", {"body": ""}, 422),
         ("POST", f"{r}/issues/99/comments", {"body": "x"}, 404),
         ("POST", f"{r}/pulls/{n}/comments/{s.review_root}/replies", {"body": "reply"}, 201),
+        (
+            "POST",
+            f"{r}/pulls/{n}/comments",
+            {"body": "a finding", "commit_id": s.head, "path": s.changed, "line": 1},
+            201,
+        ),
+        ("POST", f"{r}/pulls/{n}/comments", {"body": "x", "commit_id": s.head, "line": 1}, 422),
         ("POST", f"{r}/pulls/{n}/comments/{s.issue_comment}/replies", {"body": "x"}, 404),
         ("PATCH", f"{r}/issues/comments/{s.issue_comment}", {"body": "edited"}, 200),
         ("PATCH", f"{r}/issues/comments/{s.issue_comment}", {"body": ""}, 422),

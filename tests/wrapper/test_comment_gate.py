@@ -155,7 +155,7 @@ def test_a_body_with_a_secret_is_posted_on_no_path(
     assert bench.ledger().posted_comment_ids(REPO) == frozenset()
 
 
-_WRITES = {"post_issue_comment", "post_rest"}
+_WRITES = {"post_issue_comment", "post_line_comment", "post_rest"}
 # Where a write is defined rather than used: the generic POST of kdev's own GitHub calls.
 _DEFINES_WRITES = {"gh.py"}
 

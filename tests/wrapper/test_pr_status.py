@@ -75,6 +75,8 @@ def test_pr_status_joins_rounds_feedback_threads_and_ci(
     assert data["feedback_by_source"] == {"gemini": 1, "human": 1}
     assert data["open_threads"] == 1
     assert data["ci_state"] == "pending" and data["ci"] == {"tests": "pass", "lint": "pending"}
+    assert data["posting"] is None  # no roster round, no findings record
+    assert "posting integrity: no findings record for the newest round" in status.lines()
     add_round(ledger, pr.number, 3, "APPROVE", "Looks good.")
     assert pr_status(client, ledger, REPO, pr.number).last_two_rounds_clean
     assert any(line.startswith("ci: pending") for line in status.lines())

@@ -15,7 +15,8 @@ from typing import Any
 from engine.github import GitHubClient, GitHubError
 from wrapper.authorloop.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
 from wrapper.authorloop.triage import Basis, Priority, Source, detect_source, triage
-from wrapper.errors import KdevError
+from wrapper.errors import ConfigError, KdevError
+from wrapper.review.findings import AGENT_NAME, signed_by
 
 CONVERSATION = "(conversation)"
 
@@ -40,6 +41,7 @@ class Feedback:
     replies: int = 0
     basis: Basis = Basis.HEURISTIC  # what decided the priority
     marker: str | None = None  # the deciding marker (or keyword), if any
+    agent: str | None = None  # the kdev-agent signature ending the body, if any
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +59,7 @@ class Feedback:
             "thread_id": self.thread_id,
             "resolved": self.resolved,
             "replies": self.replies,
+            "agent": self.agent,
             "created_at": self.created_at,
             "body": self.body,
         }
@@ -119,6 +122,7 @@ def _comment(kind: str, c: dict[str, Any], **extra: Any) -> Feedback:
         str(c.get("created_at") or ""),
         basis=decided.basis,
         marker=decided.marker,
+        agent=signed_by(body),
         **extra,
     )
 
@@ -192,10 +196,22 @@ def summarise(repo: str, pr: int, items: list[Feedback], open_threads: int) -> F
 
 
 def collect_feedback(
-    github: GitHubClient, repo: str, pr: int, *, unresolved: bool = False
+    github: GitHubClient,
+    repo: str,
+    pr: int,
+    *,
+    unresolved: bool = False,
+    agent: str | None = None,
 ) -> FeedbackReport:
     """Read and triage all feedback on ``repo`` #``pr``. ``unresolved`` keeps inline
-    comments of open threads only (issue-level comments and summaries have no thread)."""
+    comments of open threads only (issue-level comments and summaries have no thread);
+    ``agent`` keeps comments signed ``<!-- kdev-agent: AGENT -->`` only, and counts
+    only their open threads. A bad ``agent`` is ConfigError ``invalid_agent``."""
+    if agent is not None and not AGENT_NAME.fullmatch(agent):
+        raise ConfigError(
+            f"--agent is a roster reviewer's name ([A-Za-z0-9._-], up to 100), got {agent!r}",
+            "invalid_agent",
+        )
     issue_comments = _listing(github, f"repos/{repo}/issues/{pr}/comments")
     review_comments = _listing(github, f"repos/{repo}/pulls/{pr}/comments")
     reviews = _listing(github, f"repos/{repo}/pulls/{pr}/reviews")
@@ -204,4 +220,7 @@ def collect_feedback(
     if unresolved:
         items = [i for i in items if i.kind == "inline" and not i.resolved]
     open_threads = sum(1 for t in threads if not t.is_resolved)
+    if agent is not None:
+        items = [i for i in items if i.agent == agent]
+        open_threads = sum(1 for i in items if i.kind == "inline" and not i.resolved)
     return summarise(repo, pr, items, open_threads)

@@ -5,6 +5,8 @@ heads) with what GitHub says (feedback by priority and source, open threads, che
 at the head). A round is one *reviewed* head (carried heads reuse a round's verdict). A
 round "has P1/P2 findings" when its verdict is REQUEST_CHANGES or its verdict body names
 a ``P1``/``P2`` finding; ``last_two_rounds_clean`` needs two rounds, both without.
+Posting integrity is the newest round's findings record (roster mode,
+:mod:`wrapper.review.findings_post`): findings expected against posted.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, format_timestamp
+from wrapper.review.findings_post import FindingsRound, round_record
 
 _SEVERE = re.compile(r"\bP[12]\b")
 
@@ -49,6 +52,20 @@ class PrStatus:
     # From kdev triage (triage.json): how the comments ended, and possible reversals.
     dispositions: dict[str, int] = field(default_factory=dict)
     contradictions: list[str] = field(default_factory=list)
+    posting: FindingsRound | None = None  # the newest round's findings record, if any
+
+    def posting_json(self) -> dict[str, Any] | None:
+        """Posting integrity of the newest round: expected against posted findings."""
+        p = self.posting
+        if p is None:
+            return None
+        return {
+            "patch_id": p.patch_id,
+            "expected": p.expected,
+            "posted": p.posted,
+            "complete": p.posted == p.expected,
+            "failures": p.failures,
+        }
 
     @property
     def last_two_rounds_clean(self) -> bool:
@@ -68,6 +85,7 @@ class PrStatus:
             "ci": self.ci,
             "dispositions": self.dispositions,
             "contradictions": self.contradictions,
+            "posting": self.posting_json(),
         }
 
     def lines(self) -> list[str]:
@@ -92,7 +110,17 @@ class PrStatus:
         shown = ", ".join(f"{k} {v}" for k, v in self.dispositions.items() if v)
         out.append(f"dispositions: {shown or 'none triaged'}")
         out += [f"contradiction: {line}" for line in self.contradictions]
+        out.append(f"posting integrity: {self._posting_line()}")
         return out
+
+    def _posting_line(self) -> str:
+        p = self.posting
+        if p is None:
+            return "no findings record for the newest round"
+        state = "complete" if p.posted == p.expected else "INCOMPLETE"
+        reasons = sorted({f.get("reason", "?") for f in p.failures})
+        why = f" ({', '.join(reasons)})" if reasons else ""
+        return f"{p.posted} of {p.expected} findings posted, {state}{why}"
 
 
 def review_rounds(ledger: Ledger, repo: str, pr: int) -> list[Round]:
@@ -153,6 +181,7 @@ def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrSta
     feedback = collect_feedback(github, repo, pr)
     rounds = review_rounds(ledger, repo, pr)
     decided = list(read_decisions(ledger, repo, pr).values())
+    posting = round_record(ledger, repo, pr, rounds[-1].patch_id) if rounds else None
     return PrStatus(
         repo,
         pr,
@@ -163,4 +192,5 @@ def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrSta
         state,
         dispositions(decided, head),
         contradictions(decided, rounds),
+        posting,
     )

@@ -7,7 +7,8 @@
   a new PR comment that quotes its id; a review summary has no reply on GitHub and is
   refused (``review_summary_no_reply``).
 * :func:`resolve` finds the thread whose first comment has the given node id and runs
-  ``resolveReviewThread``; :func:`hide` runs ``minimizeComment(classifier: OUTDATED)``.
+  ``resolveReviewThread``; :func:`reopen` runs ``unresolveReviewThread`` on it (a
+  resolved finding reopened); :func:`hide` runs ``minimizeComment(classifier: OUTDATED)``.
 
 Everything posted goes through the one comment gate, :func:`wrapper.post.post_gated`
 (prepared with the configured ``mention_handle``, or prose escaped without one; secret
@@ -37,6 +38,7 @@ COMMENT_NOT_ON_PR = "comment_not_on_pr"
 REVIEW_SUMMARY_NO_REPLY = "review_summary_no_reply"
 REPLY_FAILED = "reply_failed"
 RESOLVE_FAILED = "resolve_failed"
+REOPEN_FAILED = "reopen_failed"
 HIDE_FAILED = "hide_failed"
 NODE_NOT_FOUND = "node_not_found"
 GITHUB_READ_FAILED = "github_read_failed"
@@ -61,6 +63,12 @@ query($owner: String!, $name: String!, $number: Int!, $first: Int!, $after: Stri
 RESOLVE_MUTATION = """
 mutation($threadId: ID!) {
   resolveReviewThread(input: {threadId: $threadId}) { thread { id isResolved } }
+}
+""".strip()
+
+UNRESOLVE_MUTATION = """
+mutation($threadId: ID!) {
+  unresolveReviewThread(input: {threadId: $threadId}) { thread { id isResolved } }
 }
 """.strip()
 
@@ -251,18 +259,41 @@ def resolve(github: GitHubClient, repo: str, pr: int, node: str) -> ReviewThread
     Returns the thread (``is_resolved`` True). An already resolved thread is returned
     unchanged; no such thread is ``thread_not_found``.
     """
+    return _set_resolved(github, repo, pr, node, True)
+
+
+def reopen(github: GitHubClient, repo: str, pr: int, node: str) -> ReviewThread:
+    """Reopen (``unresolveReviewThread``) the thread of ``repo`` #``pr`` whose first
+    comment has node id ``node``. Returns the thread (``is_resolved`` False). An open
+    thread is returned unchanged; no such thread is ``thread_not_found``; a failure is
+    ``reopen_failed``.
+    """
+    return _set_resolved(github, repo, pr, node, False)
+
+
+def _set_resolved(
+    github: GitHubClient, repo: str, pr: int, node: str, resolved: bool
+) -> ReviewThread:
+    mutation, field = (
+        (RESOLVE_MUTATION, "resolveReviewThread")
+        if resolved
+        else (UNRESOLVE_MUTATION, "unresolveReviewThread")
+    )
+    verb, failed = ("resolve", RESOLVE_FAILED) if resolved else ("reopen", REOPEN_FAILED)
     for thread in list_review_threads(github, repo, pr):
         if thread.first_comment_node != node:
             continue
-        if thread.is_resolved:
+        if thread.is_resolved == resolved:
             return thread
         try:
-            data = github.graphql(RESOLVE_MUTATION, {"threadId": thread.id})
-            done = bool(data["resolveReviewThread"]["thread"]["isResolved"])
+            data = github.graphql(mutation, {"threadId": thread.id})
+            done = bool(data[field]["thread"]["isResolved"])
         except GitHubError as exc:
-            raise _github_error(f"cannot resolve thread {thread.id}", exc, RESOLVE_FAILED) from None
+            raise _github_error(f"cannot {verb} thread {thread.id}", exc, failed) from None
         except (KeyError, TypeError) as exc:
-            raise KdevError(f"unreadable resolve answer: {exc}", RESOLVE_FAILED) from None
+            raise KdevError(f"unreadable {verb} answer: {exc}", failed) from None
+        if done != resolved:
+            raise KdevError(f"GitHub did not {verb} thread {thread.id}", failed)
         return ReviewThread(
             thread.id,
             done,

@@ -55,6 +55,9 @@ def comments_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
     unresolved: bool = typer.Option(False, "--unresolved", help="Open threads only."),
+    agent: str | None = typer.Option(
+        None, "--agent", help="Only comments signed by this roster reviewer (kdev-agent)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """All feedback on a PR with its source and priority, summarised by priority and file."""
@@ -64,7 +67,7 @@ def comments_cmd(
     def work() -> None:
         check_repo(repo)
         with open_github() as client:
-            report = collect_feedback(client, repo, pr, unresolved=unresolved)
+            report = collect_feedback(client, repo, pr, unresolved=unresolved, agent=agent)
         if as_json:
             typer.echo(json.dumps(report.to_json()))
             return
@@ -74,9 +77,11 @@ def comments_cmd(
             )
             state = f" [{item.state}]" if item.state else ""
             status = "" if item.resolved is None else (" resolved" if item.resolved else " open")
+            signed = f" agent={item.agent}" if item.agent else ""
             typer.echo(
                 f"{item.priority.value} {item.source.value} {item.kind} node={item.node_id} "
-                f"id={item.id} @{item.user}{where}{state}{status}: {one_line(item.body)[:200]}"
+                f"id={item.id} @{item.user}{signed}{where}{state}{status}: "
+                f"{one_line(item.body)[:200]}"
             )
         typer.echo("by priority: " + ", ".join(f"{k} {v}" for k, v in report.by_priority.items()))
         for path, counts in sorted(report.by_file.items()):
@@ -128,6 +133,28 @@ def resolve_cmd(
             typer.echo(json.dumps(shown))
         else:
             typer.echo(f"resolved: thread {thread.id}")
+
+    guarded(work)
+
+
+def reopen_cmd(
+    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Reopen (unresolve) the review thread that starts with comment NODE."""
+    from wrapper.authorloop.threads import reopen
+
+    def work() -> None:
+        check_repo(repo)
+        with open_github() as client:
+            thread = reopen(client, repo, pr, node)
+        if as_json:
+            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": False}
+            typer.echo(json.dumps(shown))
+        else:
+            typer.echo(f"reopened: thread {thread.id}")
 
     guarded(work)
 

@@ -19,6 +19,7 @@ from wrapper.ledger.ledger import IndexEntry, VerdictRecord
 from wrapper.ledger.leftovers import make_scratch
 from wrapper.notify import failure_notification
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
+from wrapper.review.findings import Finding
 from wrapper.review.patch_id import BASE_REF_PREFIX
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
@@ -99,6 +100,8 @@ def run_leg(
         )
         path = _record_verdict(ctx, req, record)
     detail = deliver(ctx, req, record)
+    if result.findings is not None:
+        _post_findings(ctx, req, patch_id, result.findings, path)
     return ReviewReport(
         Outcome.REVIEWED,
         req.repo,
@@ -153,6 +156,30 @@ def _review(
         template_path=ctx.config.prompt_template,
         sandbox=ctx.sandbox,
     )
+
+
+def _post_findings(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    patch_id: str,
+    findings: tuple[Finding, ...],
+    verdict_path: Path,
+) -> None:
+    """Step 10 (roster mode): the findings posted on the PR and counted; any finding not
+    posted is KdevError ``findings_post_incomplete`` (the verdict stands, delivered)."""
+    from wrapper.review.findings_post import FINDINGS_INCOMPLETE, PostTarget, post_findings
+
+    target = PostTarget(
+        ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr, req.head_sha
+    )
+    posted = post_findings(target, patch_id, findings, ctx.clock)
+    if posted.posted < posted.expected:
+        reasons = ", ".join(sorted({f["reason"] for f in posted.failures}))
+        raise KdevError(
+            f"{posted.posted} of {posted.expected} findings posted on {req.repo} #{req.pr} "
+            f"({reasons}); the verdict is {verdict_path}",
+            FINDINGS_INCOMPLETE,
+        )
 
 
 def _record_verdict(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> Path:

@@ -42,6 +42,7 @@ from engine.run.supervise import ChildResult, ChildSpec, Ending, SpawnFailed, su
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, ReviewerTimedOut
 from wrapper.retrying import HttpRetryPolicy, RetryableStatus, call_with_retries, retryable_status
+from wrapper.review.findings import Finding
 from wrapper.review.sandbox import Sandbox
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
@@ -73,6 +74,9 @@ class ReviewResult:
     verdict: str  # "APPROVE" | "REQUEST_CHANGES"
     body: str
     model: str
+    # Roster mode only: every reviewer's findings, to be posted on the PR (None: one
+    # backend, nothing posted per finding).
+    findings: tuple[Finding, ...] | None = None
 
 
 def parse_verdict(text: str) -> str | None:

@@ -13,7 +13,9 @@ The merged verdict is REQUEST_CHANGES when any reviewer's output has a blocking 
 (:func:`wrapper.review.roster.has_blocking_finding`: a P1/P2 line or its own
 ``VERDICT: REQUEST_CHANGES``), else APPROVE. The body has one ``##`` section per
 reviewer and ends with the merged ``VERDICT:`` line. Any failed leg fails the round (the
-first failure in roster order is raised, after every leg has finished).
+first failure in roster order is raised, after every leg has finished). The result
+carries every reviewer's findings (:mod:`wrapper.review.findings`), which
+:mod:`wrapper.review.leg` posts once the verdict is written.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError
 from wrapper.git import Git
 from wrapper.ledger.ledger import Ledger
+from wrapper.review.findings import parse_findings
 from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
 from wrapper.review.roster import (
@@ -145,4 +148,9 @@ def run_roster_review(
             raise error
     outputs = [f.result() for f in futures]
     merged = merge_outputs(roster, zip(roster.reviewers, outputs, strict=True))
-    return dataclasses.replace(merged, model=backend.model)
+    findings = tuple(
+        finding
+        for reviewer, output in zip(roster.reviewers, outputs, strict=True)
+        for finding in parse_findings(reviewer.name, output, reviewer.changed_files)
+    )
+    return dataclasses.replace(merged, model=backend.model, findings=findings)

@@ -1,0 +1,87 @@
+"""A roster reviewer's findings, parsed from its output (pure: no I/O).
+
+A finding is a line the roster grammar counts (docs/reviewers.md, "Roster mode"): after
+optional whitespace and a list marker (``-``, ``*``, ``+``, ``1.``, ``1)``), ``P1``/``P2``/
+``P3`` as a word, ``[P1]`` or ``**P1**``. When the line names ``path:line`` and ``path`` is
+one of the reviewer's changed files, the finding is anchored there (a line comment);
+otherwise it is a PR-level comment. Each posted finding carries the hidden signature
+``<!-- kdev-agent: NAME -->`` that ``kdev comments --agent NAME`` filters on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+_FINDING = re.compile(
+    r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\[(P[123])\]|\*\*(P[123])\*\*|(P[123])\b)(.*)$",
+    re.MULTILINE,
+)
+# ``path:line`` in a finding's text, optionally in backticks; the path has no spaces.
+_LOCATION = re.compile(r"`?([A-Za-z0-9_.][A-Za-z0-9_./-]*):([1-9][0-9]{0,8})\b`?")
+# The signature kdev appends: the body's last line (earlier text is escaped by the gate).
+_SIGNATURE = re.compile(r"<!-- kdev-agent: ([A-Za-z0-9._-]{1,100}) -->\s*\Z")
+AGENT_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of one roster reviewer; ``path``/``line`` set when it is anchored."""
+
+    agent: str
+    priority: str  # "P1" | "P2" | "P3"
+    text: str  # the whole finding line, stripped
+    path: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "priority": self.priority,
+            "path": self.path,
+            "line": self.line,
+        }
+
+
+def agent_name(name: str) -> str:
+    """``name`` as it appears in a signature: characters outside ``[A-Za-z0-9._-]``
+    become ``-``, cut to 100 characters (a roster name is free text from the base
+    branch; the signature must stay one HTML comment)."""
+    cleaned = _UNSAFE.sub("-", name)[:100]
+    return cleaned or "-"
+
+
+def signature(name: str) -> str:
+    """The hidden signature of a finding posted for reviewer ``name``."""
+    return f"<!-- kdev-agent: {agent_name(name)} -->"
+
+
+def signed_by(body: str) -> str | None:
+    """The agent name of the signature ending ``body``, or None when it has none."""
+    found = _SIGNATURE.search(body)
+    return found.group(1) if found else None
+
+
+def parse_findings(agent: str, output: str, changed_files: Iterable[str]) -> list[Finding]:
+    """Every finding line of ``output`` in order (see the module doc)."""
+    changed = set(changed_files)
+    found: list[Finding] = []
+    for match in _FINDING.finditer(output):
+        priority = match.group(1) or match.group(2) or match.group(3)
+        text = match.group(0).strip()
+        path: str | None = None
+        line: int | None = None
+        for loc in _LOCATION.finditer(match.group(4)):
+            if loc.group(1) in changed:
+                path, line = loc.group(1), int(loc.group(2))
+                break
+        found.append(Finding(agent, priority, text, path, line))
+    return found
+
+
+def finding_body(finding: Finding) -> str:
+    """The text posted for ``finding`` (the signature is added by the posting gate)."""
+    return f"**{finding.agent}** ({finding.priority}): {finding.text}"
