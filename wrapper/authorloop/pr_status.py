@@ -65,6 +65,8 @@ class PrStatus:
             "posted": p.posted,
             "complete": p.posted == p.expected,
             "failures": p.failures,
+            "withdrawn": len(p.withdrawn),
+            "validator_acceptance": p.acceptance,
         }
 
     @property
@@ -120,7 +122,14 @@ class PrStatus:
         state = "complete" if p.posted == p.expected else "INCOMPLETE"
         reasons = sorted({f.get("reason", "?") for f in p.failures})
         why = f" ({', '.join(reasons)})" if reasons else ""
-        return f"{p.posted} of {p.expected} findings posted, {state}{why}"
+        checked = {a: f"{c['valid']}/{sum(c.values())}" for a, c in sorted(p.acceptance.items())}
+        validator = (
+            f"; validator withdrew {len(p.withdrawn)}, accepted "
+            + ", ".join(f"{a} {n}" for a, n in checked.items())
+            if checked
+            else ""
+        )
+        return f"{p.posted} of {p.expected} findings posted, {state}{why}{validator}"
 
 
 def review_rounds(ledger: Ledger, repo: str, pr: int) -> list[Round]:

@@ -36,6 +36,10 @@ class Finding:
     text: str  # the whole finding line, stripped
     path: str | None = None
     line: int | None = None
+    # The independent validator's answer (wrapper.review.validator); None: not checked.
+    validation: str | None = None
+    validation_reason: str = ""
+    action: str = "post"  # post | annotate | withdraw (the validator's policy applied)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,5 +87,9 @@ def parse_findings(agent: str, output: str, changed_files: Iterable[str]) -> lis
 
 
 def finding_body(finding: Finding) -> str:
-    """The text posted for ``finding`` (the signature is added by the posting gate)."""
-    return f"**{finding.agent}** ({finding.priority}): {finding.text}"
+    """The text posted for ``finding`` (the signature is added by the posting gate); an
+    annotated finding carries the validator's doubt on a second line."""
+    body = f"**{finding.agent}** ({finding.priority}): {finding.text}"
+    if finding.action == "annotate":
+        body += f"\n\n_Independent validator: uncertain: {finding.validation_reason}_"
+    return body

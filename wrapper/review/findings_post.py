@@ -33,6 +33,7 @@ from wrapper.gh import post_issue_comment, post_line_comment
 from wrapper.ledger.ledger import Ledger
 from wrapper.post import post_gated
 from wrapper.review.findings import Finding, finding_body, signature
+from wrapper.review.validator import acceptance, withdrawn_json
 
 log = logging.getLogger("kdev.findings")
 
@@ -52,6 +53,10 @@ class FindingsRound:
     posted: int
     comments: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
+    # The independent validator: findings withdrawn (not posted), and per flagger its
+    # checked findings found valid, invalid and uncertain (wrapper.review.validator).
+    withdrawn: list[dict[str, Any]] = field(default_factory=list)
+    acceptance: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +67,8 @@ class FindingsRound:
             "posted": self.posted,
             "comments": self.comments,
             "failures": self.failures,
+            "withdrawn": self.withdrawn,
+            "acceptance": self.acceptance,
         }
 
 
@@ -135,7 +142,9 @@ def post_findings(
     A finding that fails is logged and counted; the others are still posted."""
     comments: list[dict[str, Any]] = []
     failures: list[dict[str, str]] = []
-    for finding in findings:
+    withdrawn = [withdrawn_json(f) for f in findings if f.action == "withdraw"]
+    kept = [f for f in findings if f.action != "withdraw"]
+    for finding in kept:
         try:
             comments.append(_post_one(target, finding))
         except KdevError as exc:
@@ -145,10 +154,12 @@ def post_findings(
         head_sha=target.head_sha,
         patch_id=patch_id,
         posted_at=iso_utc(clock(), timespec="microseconds"),
-        expected=len(findings),
+        expected=len(kept),
         posted=len(comments),
         comments=comments,
         failures=failures,
+        withdrawn=withdrawn,
+        acceptance=acceptance(findings),
     )
     ledger = target.ledger
     directory = ledger.pr_dir(target.repo, target.pr)
@@ -184,6 +195,8 @@ def _load(path: Path) -> FindingsRound:
             posted=int(data["posted"]),
             comments=list(data.get("comments", [])),
             failures=list(data.get("failures", [])),
+            withdrawn=list(data.get("withdrawn", [])),
+            acceptance=dict(data.get("acceptance", {})),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise KdevError(f"{path}: not a findings record ({exc})", "invalid_record") from None

@@ -33,7 +33,7 @@ from wrapper.git import Git
 from wrapper.ledger.ledger import Ledger
 from wrapper.review.findings import parse_findings
 from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
-from wrapper.review.reviewer import ReviewResult, run_reviewer
+from wrapper.review.reviewer import ReviewResult, run_reviewer, run_reviewer_text
 from wrapper.review.roster import (
     ROSTER_FILE,
     Roster,
@@ -42,6 +42,7 @@ from wrapper.review.roster import (
 )
 from wrapper.review.roster_diff import has_blocking_finding, split_diff
 from wrapper.review.sandbox import Sandbox
+from wrapper.review.validator import diffs_by_path, disposition, validate
 
 
 def load_base_roster(git: Git, base_ref: str, diff: str) -> tuple[Roster, dict[str, str]]:
@@ -153,4 +154,19 @@ def run_roster_review(
         for reviewer, output in zip(roster.reviewers, outputs, strict=True)
         for finding in parse_findings(reviewer.name, output, reviewer.changed_files)
     )
+    validator = roster.config.independent_validator
+    if validator.enabled:
+
+        def validation_leg(prompt: str) -> str:
+            ledger.record_leg_start(data.repo, data.pr, data.head_sha)
+            return run_reviewer_text(
+                backend, prompt, worktree, environ, extra_env_names=env_names,
+                transport=transport, sandbox=sandbox,
+            )  # fmt: skip
+
+        checked = validate(findings, validator, diffs_by_path(blocks), validation_leg)
+        findings = tuple(
+            dataclasses.replace(f, action=disposition(f, validator.uncertain_action))
+            for f in checked
+        )
     return dataclasses.replace(merged, model=backend.model, findings=findings)
