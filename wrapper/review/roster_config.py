@@ -24,7 +24,7 @@ VALIDATOR_KEYS = frozenset({"enabled", "skip_for", "uncertain_action"})
 
 @dataclass(frozen=True)
 class IndependentValidator:
-    """``independent_validator`` of the configuration (parsed and reported only)."""
+    """``independent_validator`` of the configuration (acted on by wrapper.review.validator)."""
 
     enabled: bool = False
     skip_for: tuple[str, ...] = ()
