@@ -115,6 +115,23 @@ def reply_cmd(
     guarded(work)
 
 
+def _set_thread(repo: str, pr: int, node: str, as_json: bool, *, resolved: bool) -> None:
+    """Resolve (or reopen) the review thread that starts with comment ``node``."""
+    from wrapper.authorloop.threads import reopen, resolve
+
+    def work() -> None:
+        check_repo(repo)
+        with open_github() as client:
+            thread = (resolve if resolved else reopen)(client, repo, pr, node)
+        if as_json:
+            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id}
+            typer.echo(json.dumps({**shown, "resolved": resolved}))
+        else:
+            typer.echo(f"{'resolved' if resolved else 'reopened'}: thread {thread.id}")
+
+    guarded(work)
+
+
 def resolve_cmd(
     repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
     pr: int = typer.Option(..., "--pr", help="Pull request number."),
@@ -122,19 +139,7 @@ def resolve_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Resolve the review thread that starts with comment NODE."""
-    from wrapper.authorloop.threads import resolve
-
-    def work() -> None:
-        check_repo(repo)
-        with open_github() as client:
-            thread = resolve(client, repo, pr, node)
-        if as_json:
-            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": True}
-            typer.echo(json.dumps(shown))
-        else:
-            typer.echo(f"resolved: thread {thread.id}")
-
-    guarded(work)
+    _set_thread(repo, pr, node, as_json, resolved=True)
 
 
 def reopen_cmd(
@@ -144,19 +149,7 @@ def reopen_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Reopen (unresolve) the review thread that starts with comment NODE."""
-    from wrapper.authorloop.threads import reopen
-
-    def work() -> None:
-        check_repo(repo)
-        with open_github() as client:
-            thread = reopen(client, repo, pr, node)
-        if as_json:
-            shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id, "resolved": False}
-            typer.echo(json.dumps(shown))
-        else:
-            typer.echo(f"reopened: thread {thread.id}")
-
-    guarded(work)
+    _set_thread(repo, pr, node, as_json, resolved=False)
 
 
 def hide_cmd(
