@@ -73,7 +73,13 @@ class Rig:
             **extra,
         }
 
-    def add_watch(self, name: str = "watch", sleep: float = 0.3, **config: object) -> int:
+    def add_watch(
+        self,
+        name: str = "watch",
+        sleep: float = 0.3,
+        retry_backoff_seconds: int = 30,
+        **config: object,
+    ) -> int:
         trigger = validate_poll_config({"repo": REPO, "poll_interval_seconds": 10, **config})
         script = f'sleep {sleep}; echo "$1@$2" >> {self.recorder}'
         spec = ScheduleSpec(
@@ -83,6 +89,7 @@ class Rig:
             command="sh",
             args=["-c", script, "rec", "{{ pr_number }}", "{{ head_sha }}"],
             timeout_seconds=120,
+            retry_backoff_seconds=retry_backoff_seconds,
         )
         return self.store.add_schedule(spec).id
 

@@ -39,7 +39,7 @@ def _settle(session: Session, run: ScheduleRun, reason: str, now: datetime) -> N
     run.reason = reason
     run.finished_at = now
     session.flush()
-    requeue(session, run)
+    requeue(session, run, now)
 
 
 class RunBook:

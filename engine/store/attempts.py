@@ -17,7 +17,7 @@ the same fire (``fire_id`` = the first run's id), and the claim points at it.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
@@ -28,10 +28,16 @@ from engine.store.models import PollClaim, PollState, Schedule, ScheduleRun, Tri
 
 log = logging.getLogger(__name__)
 
-# After this many attempts of one fire were lost with their engine (launched, then the
-# engine died) the event is left cancelled (health shows it): a command that kills its
-# engine every time cannot loop forever. Attempts that never launched do not count.
-MAX_LOST_ATTEMPTS = 5
+# An event lost with its engine (launched, then the engine died) is re-offered on the
+# next pass; from its IMMEDIATE_LOST_ATTEMPTS-th loss on, it waits the schedule's retry
+# backoff, doubling per loss up to MAX_LOST_BACKOFF, so a command that kills its engine
+# every time crashes it a few times an hour at most instead of in a loop, while an event
+# that was merely running through a string of unrelated restarts still gets delivered.
+# After MAX_LOST_ATTEMPTS the event is left cancelled (health shows it). Attempts that
+# never launched do not count. Why not a small hard cap: docs/decisions.md D58.
+IMMEDIATE_LOST_ATTEMPTS = 3
+MAX_LOST_ATTEMPTS = 20
+MAX_LOST_BACKOFF = timedelta(hours=1)
 LOST_REASON = RunReason.ENGINE_LOST
 
 
@@ -65,29 +71,56 @@ def lost_attempts(session: Session, run: ScheduleRun) -> int:
     return int(session.scalar(query) or 0)
 
 
+def lost_backoff(lost: int, base_seconds: float) -> timedelta:
+    """How long the next attempt of an event lost ``lost`` times with its engine waits:
+    nothing for the first IMMEDIATE_LOST_ATTEMPTS, then ``base_seconds`` doubling per
+    further loss, at most MAX_LOST_BACKOFF."""
+    if lost < IMMEDIATE_LOST_ATTEMPTS:
+        return timedelta(0)
+    doublings = min(lost - IMMEDIATE_LOST_ATTEMPTS, 16)
+    wait = timedelta(seconds=max(base_seconds, 1.0) * 2**doublings)
+    return min(wait, MAX_LOST_BACKOFF)
+
+
 def _state_for_update(session: Session, schedule_id: int) -> PollState | None:
     query = select(PollState).where(PollState.schedule_id == schedule_id).with_for_update()
     return session.scalars(query).one_or_none()
 
 
-def requeue(session: Session, run: ScheduleRun) -> bool:
+def requeue(session: Session, run: ScheduleRun, now: datetime) -> bool:
     """Queue ``run``'s event for another attempt if the policy wants it (in the caller's
     transaction, after ``run`` got its final status). True when queued."""
     if run.schedule_id is None:
         return False
     schedule = session.get(Schedule, run.schedule_id)
-    if schedule is None or not reoffer_wanted(run, schedule, lost_attempts(session, run)):
+    lost = lost_attempts(session, run)
+    if schedule is None or not reoffer_wanted(run, schedule, lost):
         return False
     state = _state_for_update(session, schedule.id)
     if state is None:
         return False
-    entry = {
+    entry: dict[str, Any] = {
         "run_id": run.id,
         "fire_id": run.fire_id or run.id,
         "attempt": run.attempt,
         "context": dict(run.trigger_context or {}),
         "argv": list(run.argv) if run.argv is not None else None,
     }
+    wait = (
+        lost_backoff(lost, float(schedule.retry_backoff_seconds or 0))
+        if run.reason == LOST_REASON
+        else timedelta(0)
+    )
+    if wait:
+        entry["not_before"] = (now + wait).timestamp()
+        log.warning(
+            "run %s of %s: lost with its engine %d times; attempt %d waits %ds",
+            run.id,
+            schedule.name,
+            lost,
+            run.attempt + 1,
+            int(wait.total_seconds()),
+        )
     queued = [item for item in (state.retry_events or []) if item.get("run_id") != run.id]
     state.retry_events = [*queued, entry]
     log.info(
@@ -100,6 +133,11 @@ def requeue(session: Session, run: ScheduleRun) -> bool:
     return True
 
 
+def _due(entry: dict[str, Any], now: datetime) -> bool:
+    not_before = entry.get("not_before")
+    return not_before is None or float(not_before) <= now.timestamp()
+
+
 def take_retries(
     session: Session, schedule: Schedule, owner: str, now: datetime
 ) -> list[ScheduleRun]:
@@ -108,8 +146,11 @@ def take_retries(
     state = _state_for_update(session, schedule.id)
     if state is None or not state.retry_events:
         return []
-    entries: list[dict[str, Any]] = list(state.retry_events)
-    state.retry_events = []
+    queue: list[dict[str, Any]] = list(state.retry_events)
+    entries = [entry for entry in queue if _due(entry, now)]
+    if not entries:
+        return []
+    state.retry_events = [entry for entry in queue if not _due(entry, now)]
     runs = []
     for entry in entries:
         context = dict(entry.get("context") or {})

@@ -381,7 +381,7 @@ class FiringStore(StoreBase):
                     .values(lease_owner=None, lease_until=None)
                 )
             if result.status is RunStatus.CANCELLED:
-                requeue(session, run)
+                requeue(session, run, run.finished_at)
             confirm_launch(session, run)
             return True
 

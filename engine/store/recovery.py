@@ -89,7 +89,7 @@ def resolve_orphans(session: Session, now: datetime, live: set[str]) -> list[Sch
         ).value
         run.finished_at = now
         session.flush()
-        requeue(session, run)
+        requeue(session, run, now)
     lease_query = update(Schedule).where(Schedule.lease_owner.is_not(None))
     if live:
         lease_query = lease_query.where(Schedule.lease_owner.not_in(live))

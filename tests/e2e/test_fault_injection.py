@@ -63,7 +63,9 @@ def test_kill_and_sigterm_at_random_points_lose_nothing_and_complete_nothing_twi
 ) -> None:
     seed = int(os.environ.get("LI_FAULT_SEED", str(time.time_ns() % 100_000)))
     chance = random.Random(seed)
-    sid = rig.add_watch(sleep=0.3, max_fires_per_poll=2)
+    # An event lost with its engine more than twice waits the retry backoff (D58): 1 s
+    # here, so the final engine's bounded wait covers the longest backoff 25 trials make.
+    sid = rig.add_watch(sleep=0.3, retry_backoff_seconds=1, max_fires_per_poll=2)
     prs = [rig.sim.open_pr(REPO, f"f{i}", {f"f{i}.py": "0\n"}) for i in range(PRS)]
     kills = Counter[str]()
     for trial in range(TRIALS):
