@@ -6,9 +6,9 @@ for the handlers.
 
 from __future__ import annotations
 
-from ghsim import graphql, rest
+from ghsim import graphql, rest, rest_protection
 from ghsim.routing import ROUTES, Ctx, HttpError, Route, find_route, serve_route
 
-HANDLER_MODULES = (rest, graphql)
+HANDLER_MODULES = (rest, rest_protection, graphql)
 
 __all__ = ["HANDLER_MODULES", "ROUTES", "Ctx", "HttpError", "Route", "find_route", "serve_route"]

@@ -79,6 +79,7 @@ _PARAM_PATTERN = {
     "comment_id": r"\d+",
     "ref": ".+",
     "basehead": ".+",
+    "branch": ".+",
 }
 _PARAM_KEYWORD = {"repo": "name", "pull_number": "number", "issue_number": "number"}
 

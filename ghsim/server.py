@@ -53,7 +53,7 @@ RPC_METHODS = frozenset(
     edit_comment set_comment_user_null review set_check_run set_status set_rate_limit
     inject_fault inject_secondary_limit clear_faults set_pr_user_null set_head_repo_null
     set_time advance use_real_time sync branch_sha repo_path pull pulls clear_requests
-    thread_resolved minimized
+    thread_resolved minimized protect_branch unprotect_branch add_ruleset grant_admin
     """.split()
 )
 

@@ -21,15 +21,15 @@ from ghsim.core import (
     REVIEW_STATES,
     Author,
     GhsimError,
-    SimCore,
 )
 from ghsim.gitops import GitError, MergeConflict
 from ghsim.model import CheckRun, Comment, CommitStatus, Pull, Repo, Review, User
+from ghsim.protection import ProtectionSim
 
 Files = Mapping[str, str | bytes | None]
 
 
-class GitHubSim(SimCore):
+class GitHubSim(ProtectionSim):
     """A stateful simulated GitHub (REST + a GraphQL subset) on loopback HTTP.
 
     >>> with GitHubSim() as sim:                     # starts on a free port
@@ -288,6 +288,7 @@ class GitHubSim(SimCore):
         now = self.now()
         pr.updated_at = now
         pr.head_repo.pushed_at = now
+        self._dismiss_stale_approvals(pr)
 
     def sync(self, repo: str | None = None) -> list[Pull]:
         """Notice pushes made directly to the bare repos; returns the pulls that moved."""

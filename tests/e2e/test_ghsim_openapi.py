@@ -72,8 +72,20 @@ def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     return cls(document, format_checker=FORMATS)
 
 
+# Statuses GitHub sends that the description does not list, and the schema their body has.
+# Get branch protection lists 200 and 404 only, but a GitHub App or Actions token without
+# the administration permission gets 403 "Resource not accessible by integration" (e.g.
+# renovatebot/renovate#23885); the body is GitHub's usual error object.
+UNLISTED_STATUSES = {
+    ("GET", "/repos/{owner}/{repo}/branches/{branch}/protection", 403): "basic-error",
+}
+
+
 def response_schema(method: str, template: str, status: int) -> dict[str, Any] | None:
     """The schema for ``status`` (None: no body); fails when the operation lacks the status."""
+    unlisted = UNLISTED_STATUSES.get((method, template, status))
+    if unlisted is not None:
+        return {"$ref": f"#/$defs/{unlisted}"}
     responses = SUBSET["paths"][template][method.lower()]["responses"]
     assert str(status) in responses, (
         f"{method} {template} answered {status}; the description lists {sorted(responses)}"
@@ -146,6 +158,14 @@ def scenario() -> Iterator[Scenario]:
         closed = sim.open_pr(REPO, "dropped", {"e.txt": "5\n"})
         sim.close(REPO, closed.number)
         sim.commit_to_base(REPO, {"base.txt": "moved on\n"})  # pr is now behind its base
+        sim.grant_admin(REPO, ("reviewer-bot", 4242))
+        sim.protect_branch(REPO, "main", required_approvals=2, required_checks=["tests"])
+        sim.protect_branch(REPO, "dropped", required_approvals=None)  # no review section
+        sim.add_ruleset(REPO, "main", required_approvals=1, required_checks=["lint"])
+        sim.add_ruleset(REPO, "releases", include=["refs/heads/release/*"],
+                        rules=[{"type": "deletion"}, {"type": "non_fast_forward"}])  # fmt: skip
+        sim.add_ruleset(REPO, "trial", include=["~ALL"], enforcement="evaluate",
+                        required_approvals=3)  # fmt: skip
         yield Scenario(sim, pr.number, root.id, issue.id, pr.head_sha, "a.txt")
 
 
@@ -186,6 +206,13 @@ def requests_for(s: Scenario) -> list[tuple[str, str, Any, int]]:
         ("GET", f"{r}/compare/main...forker:fork-work", None, 200),
         ("GET", f"{r}/compare/main...no-such-branch", None, 404),
         ("GET", "/rate_limit", None, 200),
+        ("GET", f"{r}/branches/main/protection", None, 200),
+        ("GET", f"{r}/branches/dropped/protection", None, 200),
+        ("GET", f"{r}/branches/feature/protection", None, 404),  # Branch not protected
+        ("GET", f"{r}/branches/no-such-branch/protection", None, 404),
+        ("GET", f"{r}/rules/branches/main", None, 200),
+        ("GET", f"{r}/rules/branches/release/1.0", None, 200),  # need not exist
+        ("GET", f"{r}/rules/branches/feature", None, 200),  # []
         ("POST", f"{r}/issues/{n}/comments", {"body": "posted"}, 201),
         ("POST", f"{r}/issues/{n}/comments", {"body": ""}, 422),
         ("POST", f"{r}/issues/99/comments", {"body": "x"}, 404),
@@ -240,7 +267,7 @@ def test_every_response_validates_against_the_openapi_description(
         problems += problems_with(method, path, response)
         validated += 1
     assert problems == [], "\n".join(problems)
-    assert validated >= 40
+    assert validated >= 47
 
 
 def test_a_304_carries_no_body_and_is_a_listed_status(client: httpx.Client) -> None:
@@ -387,3 +414,39 @@ def test_cross_cutting_errors_are_github_basic_errors() -> None:
         for answer in answers:
             assert list(basic_error.iter_errors(answer.json())) == []
             assert answer.json()["message"]
+
+
+def test_branch_protection_answers_as_github_for_each_caller(scenario: Scenario) -> None:
+    """Admin rights decide who reads classic protection (a user's token without them gets
+    404, a bot's 403); the rules of a branch are read by anyone with read access."""
+    sim = scenario.sim
+    sim.add_token("tok-plain-user", ("plain-user", 4300))
+    sim.add_token("tok-app", ("some-app[bot]", 4301))
+    protection = f"/repos/{REPO}/branches/main/protection"
+    rules = f"/repos/{REPO}/rules/branches/main"
+    expected = {"tok-plain-user": (404, "Not Found"), "tok-app": (403, "Resource not accessible "
+                "by integration"), TOKEN: (200, None)}  # fmt: skip
+    for token, (status, message) in expected.items():
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=sim.url, headers=headers) as c:
+            answer = c.get(protection)
+            assert answer.status_code == status
+            assert problems_with("GET", protection, answer) == []
+            if message is not None:
+                assert answer.json()["message"] == message
+            read = c.get(rules)
+            assert read.status_code == 200 and problems_with("GET", rules, read) == []
+            kinds = sorted(rule["type"] for rule in read.json())
+            assert kinds == ["pull_request", "required_status_checks"]  # not the "evaluate" one
+    with httpx.Client(base_url=sim.url, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
+        unprotected = c.get(f"/repos/{REPO}/branches/feature/protection").json()
+        assert unprotected["message"] == "Branch not protected"
+        body = c.get(protection).json()
+        assert body["required_pull_request_reviews"]["required_approving_review_count"] == 2
+        assert body["required_status_checks"]["contexts"] == ["tests"]
+        assert (
+            "required_pull_request_reviews"
+            not in c.get(f"/repos/{REPO}/branches/dropped/protection").json()
+        )
+        released = c.get(f"/repos/{REPO}/rules/branches/release/1.0").json()
+        assert [rule["type"] for rule in released] == ["deletion", "non_fast_forward"]
