@@ -238,3 +238,157 @@ def post_line_comment(
     payload = {"body": body, "commit_id": commit_id, "path": path, "line": line, "side": side}
     path_url = f"repos/{repo}/pulls/{number}/comments"
     return client.request("POST", path_url, body=payload, expect=dict)
+
+
+# == branch protection (kdev pr-status, issue 18) =========================================
+#
+#   branch_protection    GET /repos/{repo}/branches/{branch}/protection: classic
+#                        protection (needs admin rights), None when "Branch not protected"
+#   branch_rules         GET /repos/{repo}/rules/branches/{branch}: the active ruleset rules
+#                        (read access is enough)
+#
+# Both parse into BranchRequirements. A 404 other than "Branch not protected" (GitHub's
+# answer to a user's token without admin rights) and a 403 (a bot's token without the
+# administration permission) propagate as GitHubNotFound / GitHubHttpError: the caller
+# decides what an unreadable protection means (wrapper/authorloop/protection.py).
+
+BRANCH_NOT_PROTECTED = "Branch not protected"
+
+
+@dataclass(frozen=True)
+class ReviewRule:
+    """Required approving reviews, from classic protection or a ``pull_request`` rule."""
+
+    source: str  # "classic" or "ruleset <id>"
+    required_approvals: int
+    dismiss_stale: bool
+    require_code_owner: bool
+    require_last_push_approval: bool
+
+
+@dataclass(frozen=True)
+class ChecksRule:
+    """Required status checks (contexts) and whether the head must be up to date."""
+
+    source: str
+    contexts: tuple[str, ...]
+    strict: bool
+
+
+@dataclass(frozen=True)
+class BranchRequirements:
+    """What one source (classic protection, or the rules endpoint) requires of a branch;
+    ``other`` names the rule types that do not concern a pull request's readiness here."""
+
+    reviews: tuple[ReviewRule, ...] = ()
+    checks: tuple[ChecksRule, ...] = ()
+    other: tuple[str, ...] = ()
+
+
+def _branch_path(repo: str, branch: str, suffix: str) -> str:
+    validate_repo_name(repo)
+    if not branch or ".." in branch or any(c.isspace() for c in branch) or "\\" in branch:
+        raise InvalidInput(f"a branch name, got {branch!r}", "invalid_ref")
+    return suffix.format(repo=repo, branch=quote(branch, safe="/"))
+
+
+def branch_protection(client: GitHubClient, repo: str, branch: str) -> BranchRequirements | None:
+    """Classic protection of ``branch``; None when GitHub says the branch is not protected."""
+    path = _branch_path(repo, branch, "repos/{repo}/branches/{branch}/protection")
+    try:
+        body = client.request("GET", path, expect=dict)
+    except GitHubNotFound as exc:
+        if exc.message.endswith(f": {BRANCH_NOT_PROTECTED}"):
+            return None
+        raise
+    try:
+        return _parse_classic(body)
+    except Malformed as exc:
+        said = f"cannot read the protection of {branch} in {repo}: {exc.detail}"
+        raise client.error(GitHubMalformedPayload, said, 200) from None
+
+
+def _parse_classic(body: dict[str, Any]) -> BranchRequirements:
+    reviews, checks = [], []
+    section = body.get("required_pull_request_reviews")
+    if section is not None:
+        where = "required_pull_request_reviews."
+        if not isinstance(section, dict):
+            raise Malformed(MALFORMED_PAYLOAD, f"{where[:-1]} is not an object")
+        count = section.get("required_approving_review_count", 1)  # GitHub's default
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise Malformed(MALFORMED_PAYLOAD, f"{where}required_approving_review_count")
+        reviews.append(
+            ReviewRule(
+                "classic",
+                count,
+                get_field(section, "dismiss_stale_reviews", bool, where),
+                get_field(section, "require_code_owner_reviews", bool, where),
+                bool(section.get("require_last_push_approval") is True),
+            )
+        )
+    status = body.get("required_status_checks")
+    if status is not None:
+        where = "required_status_checks."
+        if not isinstance(status, dict):
+            raise Malformed(MALFORMED_PAYLOAD, f"{where[:-1]} is not an object")
+        contexts = list(get_field(status, "contexts", list, where))
+        for item in get_field(status, "checks", list, where):
+            if not isinstance(item, dict) or not isinstance(item.get("context"), str):
+                raise Malformed(MALFORMED_PAYLOAD, f"{where}checks has an item without context")
+            contexts.append(item["context"])
+        if not all(isinstance(c, str) for c in contexts):
+            raise Malformed(MALFORMED_PAYLOAD, f"{where}contexts are not all strings")
+        strict = status.get("strict") is True
+        checks.append(ChecksRule("classic", tuple(dict.fromkeys(contexts)), strict))
+    return BranchRequirements(tuple(reviews), tuple(checks))
+
+
+def branch_rules(client: GitHubClient, repo: str, branch: str) -> BranchRequirements:
+    """The active ruleset rules that apply to ``branch`` (every page, or an error)."""
+    path = _branch_path(repo, branch, "repos/{repo}/rules/branches/{branch}")
+    read = client.get_rest(path, {"per_page": 100}, paginate=True)
+    what = f"the rules of {branch} in {repo}"
+    if not read.complete:
+        raise client.error(GitHubMalformedPayload, f"{what}: more pages than read", 200)
+    try:
+        return _parse_rules(read.body)
+    except Malformed as exc:
+        raise client.error(
+            GitHubMalformedPayload, f"cannot read {what}: {exc.detail}", 200
+        ) from None
+
+
+def _parse_rules(items: list[Any]) -> BranchRequirements:
+    reviews, checks, other = [], [], []
+    for index, rule in enumerate(items):
+        where = f"rules[{index}]."
+        if not isinstance(rule, dict):
+            raise Malformed(MALFORMED_PAYLOAD, f"{where[:-1]} is not an object")
+        kind = get_field(rule, "type", str, where)
+        source = f"ruleset {rule.get('ruleset_id', '?')}"
+        params = rule.get("parameters") or {}
+        if not isinstance(params, dict):
+            raise Malformed(MALFORMED_PAYLOAD, f"{where}parameters is not an object")
+        where += "parameters."
+        if kind == "pull_request":
+            reviews.append(
+                ReviewRule(
+                    source,
+                    get_field(params, "required_approving_review_count", int, where),
+                    get_field(params, "dismiss_stale_reviews_on_push", bool, where),
+                    get_field(params, "require_code_owner_review", bool, where),
+                    get_field(params, "require_last_push_approval", bool, where),
+                )
+            )
+        elif kind == "required_status_checks":
+            contexts = []
+            for item in get_field(params, "required_status_checks", list, where):
+                if not isinstance(item, dict) or not isinstance(item.get("context"), str):
+                    raise Malformed(MALFORMED_PAYLOAD, f"{where}a check without context")
+                contexts.append(item["context"])
+            strict = get_field(params, "strict_required_status_checks_policy", bool, where)
+            checks.append(ChecksRule(source, tuple(dict.fromkeys(contexts)), strict))
+        else:
+            other.append(kind)
+    return BranchRequirements(tuple(reviews), tuple(checks), tuple(dict.fromkeys(other)))

@@ -6,7 +6,9 @@ at the head). A round is one *reviewed* head (carried heads reuse a round's verd
 round "has P1/P2 findings" when its verdict is REQUEST_CHANGES or its verdict body names
 a ``P1``/``P2`` finding; ``last_two_rounds_clean`` needs two rounds, both without.
 Posting integrity is the newest round's findings record (roster mode,
-:mod:`wrapper.review.findings_post`): findings expected against posted.
+:mod:`wrapper.review.findings_post`): findings expected against posted. Branch protection
+(required approvals and checks of the base branch, met or not at the head) is
+:mod:`wrapper.authorloop.protection`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from engine.github import GitHubClient, GitHubError
 from engine.jsonable import as_json
 from wrapper.authorloop.feedback import FeedbackReport, collect_feedback
+from wrapper.authorloop.protection import ProtectionStatus, read_protection
 from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
@@ -53,6 +56,7 @@ class PrStatus:
     dispositions: dict[str, int] = field(default_factory=dict)
     contradictions: list[str] = field(default_factory=list)
     posting: FindingsRound | None = None  # the newest round's findings record, if any
+    protection: ProtectionStatus | None = None  # the base branch's protection at the head
 
     def posting_json(self) -> dict[str, Any] | None:
         """Posting integrity of the newest round: expected against posted findings."""
@@ -88,6 +92,7 @@ class PrStatus:
             "dispositions": self.dispositions,
             "contradictions": self.contradictions,
             "posting": self.posting_json(),
+            "protection": None if self.protection is None else self.protection.to_json(),
         }
 
     def lines(self) -> list[str]:
@@ -113,6 +118,8 @@ class PrStatus:
         out.append(f"dispositions: {shown or 'none triaged'}")
         out += [f"contradiction: {line}" for line in self.contradictions]
         out.append(f"posting integrity: {self._posting_line()}")
+        if self.protection is not None:
+            out += self.protection.lines()
         return out
 
     def _posting_line(self) -> str:
@@ -172,7 +179,8 @@ def ci_summary(runs: list[Any]) -> tuple[dict[str, str], str]:
 def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrStatus:
     """Read everything :class:`PrStatus` reports (GitHub errors propagate as KdevError)."""
     try:
-        head = get_pull(github, repo, pr).head_sha
+        pull = get_pull(github, repo, pr)
+        head = pull.head_sha
         runs = github.get_rest(
             f"repos/{repo}/commits/{head}/check-runs",
             {"per_page": 100},
@@ -191,6 +199,7 @@ def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrSta
     rounds = review_rounds(ledger, repo, pr)
     decided = list(read_decisions(ledger, repo, pr).values())
     posting = round_record(ledger, repo, pr, rounds[-1].patch_id) if rounds else None
+    protection = read_protection(github, repo, pull, ci)
     return PrStatus(
         repo,
         pr,
@@ -202,4 +211,5 @@ def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrSta
         dispositions(decided, head),
         contradictions(decided, rounds),
         posting,
+        protection,
     )
