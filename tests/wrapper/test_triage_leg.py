@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ghsim import GitHubSim
 from tests.wrapper.test_loop import REPO, TOKEN, item
@@ -62,11 +64,14 @@ def test_the_answer_grammar_is_strict() -> None:
     answer = parse_answer(output, [1, 2, 3, 4, 5, 6])
     assert answer.decided == {1: ("fix", "it is a real bug"), 2: ("reject", "style")}
     assert answer.undecided == {
-        3: "no well-formed TRIAGE line (2 malformed)",
-        4: "no well-formed TRIAGE line (2 malformed)",
+        3: "a malformed TRIAGE line for this comment",
+        4: "a malformed TRIAGE line for this comment",
         5: "2 TRIAGE lines for one comment",
         6: "no well-formed TRIAGE line (2 malformed)",
     }
+    # A malformed line beside a good one for the same comment: not decided either.
+    mixed = parse_answer("TRIAGE: 1: fix: real\nTRIAGE: 1: maybe: hm", [1])
+    assert mixed.undecided == {1: "a malformed TRIAGE line for this comment"}
     assert answer.ignored == ["TRIAGE: 77: escalate: not asked"]
     assert parse_answer("VERDICT: APPROVE", [8]).undecided == {8: "no TRIAGE line"}
 
@@ -173,7 +178,7 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
         owner.id: ("escalate", "reviewer", "an API choice for the owner"),
     }
     assert shown["undecided"] == [
-        {"comment_id": unsure.id, "why": "no well-formed TRIAGE line (1 malformed)"}
+        {"comment_id": unsure.id, "why": "a malformed TRIAGE line for this comment"}
     ]
     assert shown["ignored"] == ["TRIAGE: 999999: fix: not asked"]
     assert unsure.id not in read_decisions(world.ledger(), REPO, pr)
@@ -218,3 +223,51 @@ def test_without_a_triage_reviewer_the_rules_decide_everything(world: World) -> 
     shown = json.loads(world.kdev("triage").stdout)
     assert [(d["comment_id"], d["by"]) for d in shown["decisions"]] == [(guess.id, "rule")]
     assert world.legs() == 0
+
+
+def test_a_secret_in_the_legs_answer_stores_none_of_it(world: World) -> None:
+    secret = "sk-triage-3c9e1f7a5b"
+    world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    leaky = world.root / "leaky.py"
+    leaky.write_text(
+        "import os, re, sys\n"
+        "for ident in re.findall(r'^Comment (\\d+) by', sys.stdin.read(), re.M):\n"
+        "    print(f\"TRIAGE: {ident}: reject: the key {os.environ['LEAKY']} is fine\")\n"
+    )
+    world.configure(
+        reviewer={"backend": "command", "argv": [sys.executable, "-P", str(leaky)]},
+        secret_env=["LEAKY"],
+        reviewer_env=["LEAKY"],
+    )
+    world.env["LEAKY"] = secret
+    failed = world.kdev("triage")
+    assert failed.returncode != 0 and failed.stderr.strip().endswith("[triage_reviewer_failed]")
+    assert read_decisions(world.ledger(), REPO, world.pr) == {}
+    assert secret not in failed.stdout + failed.stderr
+    assert secret not in (world.ledger().pr_dir(REPO, world.pr) / "triage.json").read_text()
+
+
+_IDS = st.integers(min_value=1, max_value=40)
+_WORDS = st.sampled_from(["fix", "reject", "escalate", "FIX", "maybe", "", "fix:"])
+_LINES = st.one_of(
+    st.builds(lambda i, w, r: f"TRIAGE: {i}: {w}: {r}", _IDS, _WORDS, st.text(max_size=12)),
+    st.builds(lambda i, w: f"TRIAGE: {i}: {w}", _IDS, _WORDS),
+    st.text(max_size=30),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(_LINES, max_size=12), st.lists(_IDS, max_size=6, unique=True))
+def test_no_comment_is_decided_without_exactly_one_clean_line(
+    lines: list[str], asked: list[int]
+) -> None:
+    answer = parse_answer("\n".join(lines), asked)
+    assert set(answer.decided) | set(answer.undecided) == set(asked)
+    assert not set(answer.decided) & set(answer.undecided)
+    for ident, (decision, reason) in answer.decided.items():
+        clean = [
+            line
+            for line in "\n".join(lines).split("\n")
+            if line.strip().startswith("TRIAGE:") and line.split(":")[1].strip() == str(ident)
+        ]
+        assert len(clean) == 1 and decision in ("fix", "reject", "escalate") and reason.strip()

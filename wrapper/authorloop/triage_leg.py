@@ -14,7 +14,8 @@ The answer grammar is strict (:func:`parse_answer`), one line per comment::
     TRIAGE: <comment id>: fix|reject|escalate: <reason>
 
 A comment without exactly one well-formed line (no line, an unknown decision, an empty
-reason, two lines for one id) is left **undecided**, never ``fix`` or ``reject`` by
+reason, two lines for one id, or a malformed line beside a good one) is left
+**undecided**, never ``fix`` or ``reject`` by
 default; each such comment is reported with why. Lines for ids not asked about are
 ignored and reported.
 """
@@ -39,6 +40,7 @@ from wrapper.review.sandbox import resolve_sandbox
 
 _LINE = re.compile(r"^\s*TRIAGE:(.*)$", re.MULTILINE)
 _WELL_FORMED = re.compile(r"\s*([1-9][0-9]{0,18})\s*:\s*(fix|reject|escalate)\s*:\s*(\S.*?)\s*")
+_ID = re.compile(r"\s*([1-9][0-9]{0,18})\s*:")
 MAX_BODY = 4000
 TRIAGE_REVIEWER_FAILED = "triage_reviewer_failed"
 
@@ -57,11 +59,15 @@ def parse_answer(output: str, asked: Sequence[int]) -> LegAnswer:
     """The leg's decisions from ``output`` (see the module doc). Pure."""
     found: dict[int, list[tuple[str, str]]] = {ident: [] for ident in asked}
     malformed: list[str] = []
+    spoiled: set[int] = set()  # an asked id with a malformed line: never decided
     ignored: list[str] = []
     for match in _LINE.finditer(output):
         line = _WELL_FORMED.fullmatch(match.group(1))
         if line is None:
             malformed.append(match.group(0).strip()[:120])
+            named = _ID.match(match.group(1))
+            if named is not None:
+                spoiled.add(int(named.group(1)))
             continue
         ident = int(line.group(1))
         if ident not in found:
@@ -70,7 +76,9 @@ def parse_answer(output: str, asked: Sequence[int]) -> LegAnswer:
         found[ident].append((line.group(2), line.group(3)[:300]))
     answer = LegAnswer(ignored=ignored)
     for ident, lines in found.items():
-        if len(lines) == 1:
+        if ident in spoiled:
+            answer.undecided[ident] = "a malformed TRIAGE line for this comment"
+        elif len(lines) == 1:
             answer.decided[ident] = lines[0]
         elif lines:
             answer.undecided[ident] = f"{len(lines)} TRIAGE lines for one comment"
