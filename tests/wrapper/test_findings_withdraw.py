@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -238,3 +240,29 @@ def test_a_crash_after_posting_is_finished_by_the_next_run_without_a_second_repl
     assert bench.sim.thread_resolved(REPO, root.id)
     check_withdrawn(target, "verdict.md")  # nothing left: no error
     assert withdraw_pending(target, dies_at_once) == 0  # and nothing is done again
+
+
+def test_two_runs_finishing_the_same_withdrawal_reply_once(
+    roster_bench: Bench,  # noqa: F811
+    target: PostTarget,
+) -> None:
+    bench = roster_bench
+    invalid = Finding(
+        "pci-auditor", "P1", "P1 wrong at plugins/auth/card.py:1", "plugins/auth/card.py", 1,
+        validation="INVALID", validation_reason="masked", action="withdraw",
+    )  # fmt: skip
+
+    def dies_at_once(step: str, where: PostTarget, entry: dict[str, Any]) -> None:
+        raise Crash
+
+    with pytest.raises(Crash):
+        post_findings(target, "b" * 40, [invalid], bench.ledger().clock, dies_at_once)
+
+    def slow(step: str, where: PostTarget, entry: dict[str, Any]) -> None:
+        time.sleep(0.2)  # widens the window two unlocked runs would both pass through
+        withdraw_step(step, where, entry)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        left = list(pool.map(lambda _: withdraw_pending(target, slow), range(2)))
+    assert left == [0, 0] and len(_withdrawals(bench)) == 1
+    assert bench.sim.thread_resolved(REPO, _root(bench, "wrong at", "review").id)

@@ -23,9 +23,11 @@ many were posted, the posted comments, the failures and the withdrawn findings;
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -55,6 +57,7 @@ log = logging.getLogger("kdev.findings")
 FINDING_POST_FAILED = "finding_post_failed"
 FINDINGS_INCOMPLETE = "findings_post_incomplete"
 FINDINGS_PREFIX = "findings-"
+FINDINGS_LOCK = ".findings.lock"
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,20 @@ def post_findings(
     """Post every finding (see the module doc), then withdraw on its thread every one the
     validator withdrew; the round's record is rewritten after each post and each
     withdrawal step, so a run that dies half-way leaves what it did. A finding that
-    fails is logged and counted; the others are still posted."""
+    fails is logged and counted; the others are still posted. Holds the PR's findings
+    lock throughout, so a concurrent run finishing withdrawals waits for this one."""
+    with _findings_lock(target):
+        _post_all(target, patch_id, findings, clock)
+        _withdraw_all(target, step)
+        return _load(_path(target, patch_id))
+
+
+def _post_all(
+    target: PostTarget,
+    patch_id: str,
+    findings: Sequence[Finding],
+    clock: Callable[[], datetime],
+) -> None:
     record = FindingsRound(
         head_sha=target.head_sha,
         patch_id=patch_id,
@@ -191,15 +207,26 @@ def post_findings(
             record.withdrawn.append(entry)
         record = replace(record, posted=len(record.comments))
         _write(target, record)
-    withdraw_pending(target, step)
-    return _load(_path(target, patch_id))
 
 
 def withdraw_pending(target: PostTarget, step: Step = withdraw_step) -> int:
     """Finish the withdrawals every findings record of ``target``'s pull request still
-    owes (a run that failed or died after posting); returns how many stay pending."""
-    ledger = target.ledger
-    directory = ledger.pr_dir(target.repo, target.pr)
+    owes (a run that failed or died after posting); returns how many stay pending.
+    Records are read under the PR's findings lock, so two runs never do a step twice."""
+    with _findings_lock(target):
+        return _withdraw_all(target, step)
+
+
+@contextmanager
+def _findings_lock(target: PostTarget) -> Iterator[None]:
+    directory = target.ledger.pr_dir(target.repo, target.pr)
+    target.ledger.ensure_dir(directory)
+    with target.ledger.flock(directory / FINDINGS_LOCK, fcntl.LOCK_EX):
+        yield
+
+
+def _withdraw_all(target: PostTarget, step: Step) -> int:
+    directory = target.ledger.pr_dir(target.repo, target.pr)
     left = 0
     for path in sorted(directory.glob(f"{FINDINGS_PREFIX}*.json")):
         record = _load(path)
