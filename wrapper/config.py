@@ -222,6 +222,9 @@ class KdevConfig(_Strict):
     repositories: dict[str, RepositorySettings] = Field(default_factory=dict)
     # The review bots kdev request-reviews asks, in order (docs/author-loop.md).
     review_bots: ReviewBots = Field(default_factory=ReviewBots)
+    # kdev triage's optional reviewer leg for the comments its rules leave undecided
+    # (docs/author-loop.md): "reviewer" (the reviewer above) or a reviewer of its own.
+    triage_reviewer: Literal["reviewer"] | Reviewer | None = None
 
     @field_validator("recipients")
     @classmethod

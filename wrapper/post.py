@@ -3,7 +3,8 @@
 :func:`post_gated` is the gate every comment kdev posts goes through: review rounds
 (:mod:`wrapper.ledger.delivery`, via :func:`post_comment`), descriptions
 (:mod:`wrapper.review.describe`, via :func:`post_comment`), roster findings
-(:mod:`wrapper.review.findings_post`, their own ``send``, with a signature) and the
+(:mod:`wrapper.review.findings_post`, their own ``send``, with a signature), the
+validator's withdrawal replies (:mod:`wrapper.review.findings_withdraw`) and the
 author-loop replies of :mod:`wrapper.authorloop.threads` (their own ``send``); nothing
 in ``wrapper/`` posts a body to GitHub any other way (tests/wrapper/test_comment_gate.py
 checks the source). It applies, in order:

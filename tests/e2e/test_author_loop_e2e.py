@@ -5,7 +5,7 @@ and ``loop-status`` walking ``continue`` -> ``escalate`` -> ``one_more_round`` -
 ``stop_clean``. Every kdev verb runs as the real console script.
 
 The independent validator (an INVALID roster finding withdrawn) is exercised in
-tests/wrapper/test_findings.py; here the bots are outside reviewers, whom kdev does not
+tests/wrapper/test_findings_withdraw.py; here the bots are outside reviewers, whom kdev does not
 validate.
 """
 

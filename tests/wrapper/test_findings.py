@@ -286,61 +286,6 @@ def test_kdev_reopen_reopens_a_resolved_finding_and_fails_loud(
     assert missing.exit_code == 1 and missing.output.strip().endswith("[thread_not_found]")
 
 
-VALIDATING_REVIEWER = """\\
-import sys
-prompt = sys.stdin.read()
-if "independent validator of one code-review finding" in prompt:
-    if "reaches the log" in prompt:
-        print("thinking")
-        print("VALIDATION: INVALID: the log call masks the number")
-    elif "outside the diff" in prompt:
-        print("no decision line at all")
-    else:
-        print("VALIDATION: VALID: yes")
-    raise SystemExit(0)
-print("reviewed")
-if "Your role in this review: pci-auditor" in prompt:
-    print("- [P1] the card number reaches the log at `plugins/auth/card.py:1`")
-    print("P3 the name card is vague")
-if "Your role in this review: code-reviewer" in prompt:
-    print("1. **P2** app.py:40 is outside the diff")
-    print("P2 the loop in app.py never ends")
-print("VERDICT: APPROVE")
-"""
-
-
-def test_the_independent_validator_withdraws_invalid_findings_and_counts_acceptance(
-    roster_bench: Bench,  # noqa: F811
-    pr_number: int,
-) -> None:
-    bench = roster_bench
-    script = bench.root / "validating_reviewer.py"
-    script.write_text(VALIDATING_REVIEWER)
-    config = roster_config(bench, [sys.executable, "-P", str(script)])
-    report = bench.review(pr_number, config=config)
-    assert report.verdict == "REQUEST_CHANGES"
-    recorded = newest_round(bench.ledger(), REPO, pr_number)
-    assert recorded is not None
-    # The P1 is INVALID: withdrawn. The P2 without an answer is UNCERTAIN, and the root
-    # file's uncertain_action is drop: withdrawn too. The P3 is not checked; the other P2
-    # is VALID. So two are posted, two withdrawn with their reasons.
-    assert (recorded.expected, recorded.posted) == (2, 2)
-    reasons = sorted((w["agent"], w["validation"], w["reason"]) for w in recorded.withdrawn)
-    assert reasons == [
-        ("code-reviewer", "UNCERTAIN", "no validation line"),
-        ("pci-auditor", "INVALID", "the log call masks the number"),
-    ]
-    assert recorded.acceptance == {
-        "code-reviewer": {"valid": 1, "invalid": 0, "uncertain": 1},
-        "pci-auditor": {"valid": 0, "invalid": 1, "uncertain": 0},
-    }
-    bodies = [c.body for c in bench.sim.comments(REPO) if signed_by(c.body)]
-    assert not any("reaches the log" in b or "outside the diff" in b for b in bodies)
-    assert any("never ends" in b for b in bodies) and any("vague" in b for b in bodies)
-    # Six reviewer legs plus three validation legs (P3 findings are not checked).
-    assert bench.legs() == 9
-
-
 @pytest.mark.parametrize(
     ("action", "expected"),
     [("post_with_annotation", "annotate"), ("post_silently", "post"), ("drop", "withdraw")],

@@ -10,6 +10,11 @@ Rules decide first (:func:`rule_decision`, pure), in this order:
 3. ``P1`` or ``P2`` -> ``fix``;
 4. ``P3`` -> ``reject`` ("P3: optional, outside this loop").
 
+Without a marker, rule 3 and 4 only guess from keywords (``heuristic``). With a triage
+reviewer configured (:mod:`wrapper.authorloop.triage_leg`) such a bot comment is left to
+that leg (:func:`rule_settles` is False) and decided ``by`` ``reviewer`` from its answer;
+a comment the leg does not answer cleanly stays undecided (no decision stored).
+
 A person or an agent overrides any decision with ``--decide ID=fix``,
 ``ID=reject:REASON`` or ``ID=escalate``; a manual decision is never replaced by a rule.
 Decisions live in the PR's ``triage.json`` in the ledger (written atomically), each with
@@ -42,7 +47,7 @@ class Decision:
     comment_id: int
     decision: str  # fix | reject | escalate
     reason: str
-    by: str  # rule | manual
+    by: str  # rule | manual | reviewer
     priority: str
     source: str
     head_sha: str
@@ -64,6 +69,12 @@ def rule_decision(item: Feedback) -> tuple[str, str]:
     if item.priority in (Priority.P1, Priority.P2):
         return "fix", f"{item.priority.value} finding"
     return "reject", "P3: optional, outside this loop"
+
+
+def rule_settles(item: Feedback) -> bool:
+    """Whether the rules decide ``item`` firmly; False: a bot's comment whose priority
+    is only the keyword fallback's guess, left to a triage reviewer when there is one."""
+    return item.source is Source.HUMAN or item.basis is not Basis.HEURISTIC
 
 
 def parse_manual(texts: Iterable[str]) -> dict[int, tuple[str, str]]:
@@ -88,18 +99,27 @@ def decide(
     known: Mapping[int, Decision],
     manual: Mapping[int, tuple[str, str]],
     head_sha: str,
+    reviewer: Mapping[int, tuple[str, str]] | None = None,
 ) -> dict[int, Decision]:
-    """Every item's decision: a manual one given now wins, then one already made by hand,
-    then one already made by rule, then the rule. Pure."""
+    """Every item's decision: a manual one given now wins, then one already made (by
+    hand, rule or reviewer), then the rule when it settles the item, then the triage
+    reviewer's answer. ``reviewer`` None: no triage reviewer, the rule decides every
+    item; otherwise an item the rule does not settle and the reviewer did not answer
+    gets no decision. Pure."""
     decided: dict[int, Decision] = dict(known)
     for item in items:
         before = known.get(item.id)
         if item.id in manual:
             choice, reason = manual[item.id]
             decided[item.id] = _decision(item, choice, reason, "manual", head_sha, before)
-        elif before is None:
+        elif before is not None:
+            continue
+        elif reviewer is None or rule_settles(item):
             choice, reason = rule_decision(item)
             decided[item.id] = _decision(item, choice, reason, "rule", head_sha, None)
+        elif item.id in reviewer:
+            choice, reason = reviewer[item.id]
+            decided[item.id] = _decision(item, choice, reason, "reviewer", head_sha, None)
     unknown = set(manual) - {item.id for item in items} - set(known)
     if unknown:
         raise ConfigError(

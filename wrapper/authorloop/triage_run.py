@@ -1,25 +1,41 @@
 """One ``kdev triage`` pass with its I/O: read the open feedback (not a resolved thread,
-not the PR author's own, not a comment kdev posted) and the head, decide
-(wrapper.authorloop.decisions), store, and notify the owner of new escalations once."""
+not the PR author's own, not a comment kdev posted) and the head, ask the triage
+reviewer about what the rules leave undecided (wrapper.authorloop.triage_leg, when
+configured), decide (wrapper.authorloop.decisions), store, and notify the owner of new
+escalations once."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from engine.github import GitHubClient
+from engine.github import GitHubClient, PullRequest
 from wrapper.authorloop.decisions import (
     Decision,
     decide,
     mark_notified,
     read_decisions,
+    rule_settles,
     write_decisions,
 )
 from wrapper.authorloop.feedback import collect_feedback
+from wrapper.authorloop.triage_leg import TRIAGE_REVIEWER_FAILED, ask_triage_reviewer, backend_of
 from wrapper.config import KdevConfig
+from wrapper.errors import KdevError
 from wrapper.gh import get_pull
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
+
+
+@dataclass(frozen=True)
+class TriageReport:
+    """Every stored decision; the comments left undecided (the triage reviewer gave no
+    clean line, or was over budget) with why; its lines about comments not asked."""
+
+    decided: dict[int, Decision]
+    undecided: dict[int, str] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
 
 
 def run_triage(
@@ -30,8 +46,10 @@ def run_triage(
     repo: str,
     pr: int,
     manual: Mapping[int, tuple[str, str]],
-) -> dict[int, Decision]:
-    """Decide every open comment of ``repo`` #``pr``; returns all stored decisions."""
+) -> TriageReport:
+    """Decide every open comment of ``repo`` #``pr``; returns all stored decisions and
+    the undecided ones. A failed triage reviewer leg is KdevError
+    ``triage_reviewer_failed``, raised after the other decisions are stored."""
     pull = get_pull(github, repo, pr)
     mine = ledger.posted_comment_ids(repo)
     items = [
@@ -39,7 +57,45 @@ def run_triage(
         for item in collect_feedback(github, repo, pr).items
         if item.resolved is not True and item.user != pull.user_login and item.id not in mine
     ]
-    decided = decide(items, read_decisions(ledger, repo, pr), manual, pull.head_sha)
+    known = read_decisions(ledger, repo, pr)
+    backend = backend_of(config)
+    answers: dict[int, tuple[str, str]] | None = None if backend is None else {}
+    undecided: dict[int, str] = {}
+    ignored: list[str] = []
+    failure: KdevError | None = None
+    asked = [
+        item
+        for item in items
+        if item.id not in manual and item.id not in known and not rule_settles(item)
+    ]
+    if backend is not None and asked:
+        try:
+            answer = ask_triage_reviewer(
+                backend, asked, ledger=ledger, config=config, environ=environ,
+                repo=repo, pr=pr, head_sha=pull.head_sha,
+            )  # fmt: skip
+            answers, undecided, ignored = answer.decided, answer.undecided, answer.ignored
+        except KdevError as exc:
+            failure = exc
+            undecided = {item.id: exc.reason for item in asked}
+    decided = decide(items, known, manual, pull.head_sha, answers)
+    decided = _notify_and_store(decided, config, environ, ledger, repo, pr, pull)
+    if failure is not None:
+        raise KdevError(failure.message, TRIAGE_REVIEWER_FAILED) from None
+    return TriageReport(decided, undecided, ignored)
+
+
+def _notify_and_store(
+    decided: dict[int, Decision],
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    ledger: Ledger,
+    repo: str,
+    pr: int,
+    pull: PullRequest,
+) -> dict[int, Decision]:
+    """Store ``decided`` (returned), after one notice to the owner for the new
+    escalations."""
     fresh = [d for d in decided.values() if d.decision == "escalate" and not d.notified]
     if fresh:
         note = Notification(

@@ -23,7 +23,8 @@ def triage_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """One decision per open comment (fix, reject with a reason, escalate), by rules
-    first and by hand with --decide; an escalation notifies the owner once."""
+    first, then the triage reviewer leg when configured, and by hand with --decide; an
+    escalation notifies the owner once."""
     from wrapper.authorloop.decisions import parse_manual
     from wrapper.authorloop.triage_run import run_triage
 
@@ -33,13 +34,19 @@ def triage_cmd(
         config, ledger = open_ledger(reviews_dir)
         environ = kdev_environ()
         with github_client(Settings.from_env(environ)) as client:
-            decided = run_triage(client, ledger, config, environ, repo, pr, manual)
+            report = run_triage(client, ledger, config, environ, repo, pr, manual)
         if as_json:
-            shown = [d.to_json() for d in decided.values()]
-            typer.echo(json.dumps({"repo": repo, "pr": pr, "decisions": shown}))
+            shown = [d.to_json() for d in report.decided.values()]
+            undecided = [{"comment_id": k, "why": v} for k, v in report.undecided.items()]
+            out = {"repo": repo, "pr": pr, "decisions": shown, "undecided": undecided}
+            typer.echo(json.dumps({**out, "ignored": report.ignored}))
             return
-        for item in decided.values():
+        for item in report.decided.values():
             typer.echo(f"{item.comment_id}  {item.decision}  ({item.by}) {item.reason}")
+        for comment_id, why in report.undecided.items():
+            typer.echo(f"{comment_id}  undecided  (reviewer) {why}")
+        for line in report.ignored:
+            typer.echo(f"ignored: {line}")
 
     guarded(work)
 

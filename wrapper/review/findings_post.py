@@ -9,18 +9,28 @@ hunks (422); such a finding is posted PR-level instead, its text still naming
 ``path:line``. A finding that cannot be posted (a GitHub failure, a secret in it) is
 not retried here; it is counted.
 
-The record ``findings-<patch_id>.json`` beside the verdict (atomic write) holds how
-many findings were expected and how many were posted, the posted comments and the
-failures; ``kdev pr-status`` reads the newest one (:func:`newest_round`).
+A finding the independent validator withdrew (INVALID, or UNCERTAIN under
+``uncertain_action: drop``) is posted too, then withdrawn on its thread: a reply with
+the validator's reason, then the thread resolved (a PR-level one: hidden), each step
+recorded (:mod:`wrapper.review.findings_withdraw`). :func:`withdraw_pending` finishes,
+on the pull request's next run, what a run that failed or died half-way left.
+
+The record ``findings-<patch_id>.json`` beside the verdict (atomic write, rewritten
+after every post and withdrawal step) holds how many findings were expected and how
+many were posted, the posted comments, the failures and the withdrawn findings;
+``kdev pr-status`` reads the newest one (:func:`newest_round`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +43,13 @@ from wrapper.gh import post_issue_comment, post_line_comment
 from wrapper.ledger.ledger import Ledger
 from wrapper.post import post_gated
 from wrapper.review.findings import Finding, finding_body, signature
+from wrapper.review.findings_withdraw import (
+    WITHDRAW_INCOMPLETE,
+    Step,
+    pending,
+    withdraw_entries,
+    withdraw_step,
+)
 from wrapper.review.validator import acceptance, withdrawn_json
 
 log = logging.getLogger("kdev.findings")
@@ -40,6 +57,7 @@ log = logging.getLogger("kdev.findings")
 FINDING_POST_FAILED = "finding_post_failed"
 FINDINGS_INCOMPLETE = "findings_post_incomplete"
 FINDINGS_PREFIX = "findings-"
+FINDINGS_LOCK = ".findings.lock"
 
 
 @dataclass(frozen=True)
@@ -53,8 +71,10 @@ class FindingsRound:
     posted: int
     comments: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
-    # The independent validator: findings withdrawn (not posted), and per flagger its
-    # checked findings found valid, invalid and uncertain (wrapper.review.validator).
+    # The independent validator: findings posted and then withdrawn on their thread
+    # (each with its reason and the withdrawal steps done, wrapper.review.
+    # findings_withdraw), and per flagger its checked findings found valid, invalid and
+    # uncertain (wrapper.review.validator).
     withdrawn: list[dict[str, Any]] = field(default_factory=list)
     acceptance: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -129,7 +149,13 @@ def _post_one(target: PostTarget, finding: Finding) -> dict[str, Any]:
         FINDING_POST_FAILED,
         signature(finding.agent),
     )
-    return {**finding.to_json(), "id": created["id"], "anchored": anchored[-1]}
+    node = created.get("node_id")
+    return {
+        **finding.to_json(),
+        "id": created["id"],
+        "node_id": node if isinstance(node, str) else None,
+        "anchored": anchored[-1],
+    }
 
 
 def post_findings(
@@ -137,36 +163,108 @@ def post_findings(
     patch_id: str,
     findings: Sequence[Finding],
     clock: Callable[[], datetime],
+    step: Step = withdraw_step,
 ) -> FindingsRound:
-    """Post every finding (see the module doc), write the round's record, return it.
-    A finding that fails is logged and counted; the others are still posted."""
-    comments: list[dict[str, Any]] = []
-    failures: list[dict[str, str]] = []
-    withdrawn = [withdrawn_json(f) for f in findings if f.action == "withdraw"]
-    kept = [f for f in findings if f.action != "withdraw"]
-    for finding in kept:
-        try:
-            comments.append(_post_one(target, finding))
-        except KdevError as exc:
-            log.error("finding of %s not posted: %s [%s]", finding.agent, exc.message, exc.reason)
-            failures.append({"agent": finding.agent, "reason": exc.reason})
+    """Post every finding (see the module doc), then withdraw on its thread every one the
+    validator withdrew; the round's record is rewritten after each post and each
+    withdrawal step, so a run that dies half-way leaves what it did. A finding that
+    fails is logged and counted; the others are still posted. Holds the PR's findings
+    lock throughout, so a concurrent run finishing withdrawals waits for this one."""
+    with _findings_lock(target):
+        _post_all(target, patch_id, findings, clock)
+        _withdraw_all(target, step)
+        return _load(_path(target, patch_id))
+
+
+def _post_all(
+    target: PostTarget,
+    patch_id: str,
+    findings: Sequence[Finding],
+    clock: Callable[[], datetime],
+) -> None:
     record = FindingsRound(
         head_sha=target.head_sha,
         patch_id=patch_id,
         posted_at=iso_utc(clock(), timespec="microseconds"),
-        expected=len(kept),
-        posted=len(comments),
-        comments=comments,
-        failures=failures,
-        withdrawn=withdrawn,
+        expected=len(findings),
+        posted=0,
         acceptance=acceptance(findings),
     )
-    ledger = target.ledger
-    directory = ledger.pr_dir(target.repo, target.pr)
-    ledger.ensure_dir(directory)
-    path = directory / f"{FINDINGS_PREFIX}{patch_id}.json"
-    ledger.atomic_write(path, json.dumps(record.to_json(), indent=2))
-    return record
+    _write(target, record)
+    for finding in findings:
+        entry: dict[str, Any] | None = None
+        try:
+            posted = _post_one(target, finding)
+            record.comments.append(posted)
+            if finding.action == "withdraw":
+                entry = {**withdrawn_json(finding), **posted, "done": []}
+        except KdevError as exc:
+            log.error("finding of %s not posted: %s [%s]", finding.agent, exc.message, exc.reason)
+            record.failures.append({"agent": finding.agent, "reason": exc.reason})
+            if finding.action == "withdraw":
+                entry = {**withdrawn_json(finding), "id": None, "done": []}
+        if entry is not None:
+            record.withdrawn.append(entry)
+        record = replace(record, posted=len(record.comments))
+        _write(target, record)
+
+
+def withdraw_pending(target: PostTarget, step: Step = withdraw_step) -> int:
+    """Finish the withdrawals every findings record of ``target``'s pull request still
+    owes (a run that failed or died after posting); returns how many stay pending.
+    Records are read under the PR's findings lock, so two runs never do a step twice."""
+    with _findings_lock(target):
+        return _withdraw_all(target, step)
+
+
+@contextmanager
+def _findings_lock(target: PostTarget) -> Iterator[None]:
+    directory = target.ledger.pr_dir(target.repo, target.pr)
+    target.ledger.ensure_dir(directory)
+    with target.ledger.flock(directory / FINDINGS_LOCK, fcntl.LOCK_EX):
+        yield
+
+
+def _withdraw_all(target: PostTarget, step: Step) -> int:
+    directory = target.ledger.pr_dir(target.repo, target.pr)
+    left = 0
+    for path in sorted(directory.glob(f"{FINDINGS_PREFIX}*.json")):
+        record = _load(path)
+        if not any(pending(entry) for entry in record.withdrawn):
+            continue
+        round_target = replace(target, head_sha=record.head_sha)
+        save = partial(_write, target, record)
+        left += withdraw_entries(round_target, record.withdrawn, save, step)
+    return left
+
+
+def check_withdrawn(target: PostTarget, verdict_path: Path | str) -> None:
+    """KdevError ``findings_withdraw_incomplete`` when a findings record of the pull
+    request still owes a withdrawal step (the next run finishes it)."""
+    directory = target.ledger.pr_dir(target.repo, target.pr)
+    left = [
+        f"{entry.get('id')} ({entry.get('error') or 'not done'})"
+        for path in sorted(directory.glob(f"{FINDINGS_PREFIX}*.json"))
+        for entry in _load(path).withdrawn
+        if pending(entry)
+    ]
+    if left:
+        raise KdevError(
+            f"{len(left)} withdrawn finding(s) not yet withdrawn on {target.repo} "
+            f"#{target.pr}: {', '.join(left)}; the next run finishes them; the verdict is "
+            f"{verdict_path}",
+            WITHDRAW_INCOMPLETE,
+        )
+
+
+def _path(target: PostTarget, patch_id: str) -> Path:
+    return target.ledger.pr_dir(target.repo, target.pr) / f"{FINDINGS_PREFIX}{patch_id}.json"
+
+
+def _write(target: PostTarget, record: FindingsRound) -> None:
+    target.ledger.ensure_dir(target.ledger.pr_dir(target.repo, target.pr))
+    path = _path(target, record.patch_id)
+    target.ledger.atomic_write(path, json.dumps(record.to_json(), indent=2))
 
 
 def round_record(ledger: Ledger, repo: str, pr: int, patch_id: str) -> FindingsRound | None:

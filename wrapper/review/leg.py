@@ -165,9 +165,16 @@ def _post_findings(
     findings: tuple[Finding, ...],
     verdict_path: Path,
 ) -> None:
-    """Step 10 (roster mode): the findings posted on the PR and counted; any finding not
-    posted is KdevError ``findings_post_incomplete`` (the verdict stands, delivered)."""
-    from wrapper.review.findings_post import FINDINGS_INCOMPLETE, PostTarget, post_findings
+    """Step 10 (roster mode): the findings posted on the PR and counted, the validator's
+    withdrawn ones withdrawn on their thread (and any an earlier failed run left); any
+    finding not posted is KdevError ``findings_post_incomplete``, any withdrawal left
+    ``findings_withdraw_incomplete`` (the verdict stands, delivered)."""
+    from wrapper.review.findings_post import (
+        FINDINGS_INCOMPLETE,
+        PostTarget,
+        check_withdrawn,
+        post_findings,
+    )
 
     target = PostTarget(
         ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr, req.head_sha
@@ -180,6 +187,7 @@ def _post_findings(
             f"({reasons}); the verdict is {verdict_path}",
             FINDINGS_INCOMPLETE,
         )
+    check_withdrawn(target, verdict_path)
 
 
 def _record_verdict(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> Path:

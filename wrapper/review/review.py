@@ -65,6 +65,7 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
     )
     ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
     owed = deliver(ctx, req, record)  # a run killed before its step 9
+    _finish_withdrawals(ctx, req, record)  # ... or before its findings were withdrawn
     return ReviewReport(
         Outcome.CARRIED_FORWARD,
         req.repo,
@@ -75,6 +76,21 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
         str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
         "; ".join(filter(None, (f"same diff as {record.head_sha}", owed))),
     )
+
+
+def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> None:
+    """The withdrawals of roster findings (D57) an earlier run of this PR left undone are
+    done now; KdevError ``findings_withdraw_incomplete`` when some are still left. Loaded
+    only when the PR has a findings record (the carry-forward path stays light, D35)."""
+    if not any(ctx.ledger.pr_dir(req.repo, req.pr).glob("findings-*.json")):
+        return
+    from wrapper.review.findings_post import PostTarget, check_withdrawn, withdraw_pending
+
+    target = PostTarget(
+        ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr, record.head_sha
+    )
+    withdraw_pending(target)
+    check_withdrawn(target, ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id))
 
 
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:

@@ -10,8 +10,9 @@ answer without that line counts as ``UNCERTAIN`` ("no validation line").
 What happens to a finding (:func:`disposition`, pure):
 
 - ``VALID`` (and P3, and skipped reviewers): posted;
-- ``INVALID``: withdrawn before it is posted, with the validator's reason in the round's
-  record, so the author never has to answer it;
+- ``INVALID``: posted, then withdrawn on its thread with the validator's reason (a reply,
+  then the thread resolved: :mod:`wrapper.review.findings_withdraw`), the reason kept in
+  the round's record, so the author sees why and has nothing left to answer;
 - ``UNCERTAIN``: as ``uncertain_action`` says: ``post_with_annotation`` posts it with the
   validator's doubt as a second line, ``post_silently`` posts it as is, ``drop`` withdraws
   it like an INVALID one.
