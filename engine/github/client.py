@@ -24,7 +24,6 @@ from typing import Any
 
 import httpx
 
-from engine.config import Settings
 from engine.errors import InvalidInput
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
 from engine.github.parse import (
@@ -43,6 +42,7 @@ from engine.github.types import (
     CommentListing,
     EtagCache,
     EtagSink,
+    GitHubSettings,
     MemoryEtagCache,
     PullListing,
     RestResult,
@@ -70,7 +70,7 @@ class GitHubClient(GitHubSession):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: GitHubSettings,
         *,
         cache: EtagCache | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -335,7 +335,7 @@ def _check_pages(max_pages: int) -> None:
         raise InvalidInput(f"max_pages must be at least 1, got {max_pages}", "invalid_pages")
 
 
-def github_client(settings: Settings, cache: EtagCache | None = None) -> GitHubClient:
+def github_client(settings: GitHubSettings, cache: EtagCache | None = None) -> GitHubClient:
     """The client a process uses: the settings' timeout and its token's shared pacer at
     ``LI_GITHUB_RATE`` requests a minute."""
     identity = token_identity(settings.github_token)

@@ -26,7 +26,6 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from engine import __version__
-from engine.config import Settings
 from engine.errors import ConfigError, InvalidInput
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
@@ -44,6 +43,7 @@ from engine.github.types import (
     GitHubRateLimited,
     GitHubSecondaryRateLimited,
     GitHubServerError,
+    GitHubSettings,
     RateInfo,
 )
 from engine.run.metrics import record_rate
@@ -148,7 +148,7 @@ class GitHubSession:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: GitHubSettings,
         *,
         transport: httpx.BaseTransport | None = None,
         pacer: RequestPacer | None = None,
