@@ -46,7 +46,6 @@ from engine.github.types import (
     GitHubSettings,
     RateInfo,
 )
-from engine.run.metrics import record_rate
 
 # The logger of every GitHub request line (named for the module the client was, so log
 # filters keep working).
@@ -136,13 +135,23 @@ class _Pages:
     stopped: bool
 
 
+def _record_rate(identity: str, headers: Mapping[str, str]) -> None:
+    """The engine's rate-limit gauges (engine.run.metrics), imported on first use: a
+    process that keeps no metrics (kdev: ``record_rates=False``) never loads
+    prometheus_client (issue 19)."""
+    from engine.run.metrics import record_rate
+
+    record_rate(identity, headers)
+
+
 class GitHubSession:
     """The HTTP session of one token (``Settings.github_token``; None: anonymous).
 
     ``transport`` replaces the network (an ``httpx.MockTransport`` in tests); ``pacer``
     defaults to the process-wide :func:`pacer_for` of the token; ``clock`` dates
-    secondary-limit deferrals (and, in the client, cache entries). It is thread-safe,
-    never sleeps itself (waiting is the pacer's: inject ``sleep`` there) and never
+    secondary-limit deferrals (and, in the client, cache entries); ``record_rates=False``
+    leaves the engine's rate-limit gauges alone (a process that exports no metrics). It
+    is thread-safe, never sleeps itself (waiting is the pacer's: inject ``sleep`` there) and never
     retries: a failure raises :class:`GitHubError` and the caller's next poll is the retry.
     """
 
@@ -155,8 +164,10 @@ class GitHubSession:
         clock: Callable[[], datetime] = utcnow,
         connect_timeout: float = 10.0,
         read_timeout: float = 30.0,
+        record_rates: bool = True,
     ) -> None:
         self.api_url = settings.github_api_url.rstrip("/")
+        self._record_rates = record_rates
         try:
             base = httpx.URL(self.api_url)
         except httpx.InvalidURL:
@@ -188,7 +199,8 @@ class GitHubSession:
         )
 
     def _note_rate(self, response: httpx.Response) -> None:
-        record_rate(self.token_identity, response.headers)
+        if self._record_rates:
+            _record_rate(self.token_identity, response.headers)
         rate = parse_rate(response.headers)
         if rate is not None and response.status_code < 400:
             self.pacer.observe(rate)

@@ -9,6 +9,8 @@ first a review (reviewed), then the same diff after the base was merged into the
   database;
 - pydantic-settings (nor asyncio, which it pulls in): the GitHub client's four settings
   are read by wrapper.config_env, which needs ``engine.config`` only for an odd value;
+- prometheus_client and the engine's metrics: kdev exports none, so its GitHub client
+  does not record the rate-limit gauges;
 - the modules of the other verbs (the command line imports a verb when it runs).
 
 An eager import re-added anywhere on the path fails here, without timing anything.
@@ -35,6 +37,8 @@ NOT_ON_THE_PATH = {
     "pydantic_settings",
     "asyncio",
     "engine.config",
+    "prometheus_client",
+    "engine.run.metrics",
     "wrapper.cli.authorloop",
     "wrapper.cli.loop",
     "wrapper.cli.sweep",

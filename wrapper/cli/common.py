@@ -42,7 +42,9 @@ def open_github() -> GitHubClient:
     """
     from engine.github import github_client
 
-    return github_client(github_settings(kdev_environ()))
+    # kdev exports no metrics (its outcomes go to the textfile, wrapper.metrics), so the
+    # engine's rate-limit gauges, and prometheus_client, stay out of the process.
+    return github_client(github_settings(kdev_environ()), record_rates=False)
 
 
 def guarded(work: Callable[[], T]) -> T:
