@@ -6,22 +6,30 @@ so every later ``kdev review-pr`` for that head carries the verdict forward (or 
 already carried) without running the reviewer. Timed with ``time.perf_counter`` around
 the whole subprocess, alternating, N times each:
 
-- **lazy**: the real ``kdev`` console script (SQLAlchemy and alembic are not imported);
-- **before**: the same entry point after importing what the command line loaded eagerly
-  before the second round of lazy imports (httpx's own CLI, the roster and markdown-it,
-  kdev explain's modules, the sweep's config, rich tables): the import set of the
-  previous release, without SQLAlchemy;
+- **lazy**: the real ``kdev`` console script (SQLAlchemy and alembic are not imported;
+  nor pydantic-settings, nor the modules of the other verbs);
+- **previous**: the same entry point after importing what it loaded before the third
+  round (D50's import set): ``engine.config`` (pydantic-settings and asyncio), the
+  engine's metrics (prometheus_client), every verb's module, and every verb's click
+  command built, as the eager command line did;
+- **before**: ``previous`` plus what the command line loaded eagerly before the second
+  round of lazy imports (httpx's own CLI, the roster and markdown-it,
+  kdev explain's modules, the sweep's config, rich tables): D35's import set, without
+  SQLAlchemy;
 - **eager**: ``before`` plus ``import sqlalchemy, alembic, alembic.command``, which is
   what every invocation paid before the first lazy imports (the original baseline);
 - **python**: ``python -c pass``, the interpreter's own floor.
 
-Printed: the medians, lazy/before and lazy/eager, the share above ``python -c pass``,
+Printed: the medians of wall time and of CPU time (the process and its git children,
+steadier than wall time on a shared machine), lazy/previous, lazy/before and
+lazy/eager, the share above ``python -c pass``,
 and the target (lazy under 0.3 s).
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,32 +47,50 @@ BEFORE_IMPORTS = (
     "import httpx._main, engine.config, engine.tables, engine.api, wrapper.explain, "
     "wrapper.review.roster_review, wrapper.sweep.config; "
 )
-RUN_APP = "from wrapper.cli.app import app; sys.argv[0] = 'kdev'; app()"
-BEFORE = "import sys; " + BEFORE_IMPORTS + RUN_APP
+RUN_APP = "sys.argv[0] = 'kdev'; app()"
+# The entry module first (it keeps httpx._main out, as it did then), then what the
+# command line of D50 imported and built when it started.
+PREVIOUS_IMPORTS = (
+    "from wrapper.cli.app import app; import engine.config, engine.run.metrics, "
+    "wrapper.cli.review, wrapper.cli.verdicts, wrapper.cli.sweep, wrapper.cli.authorloop, "
+    "wrapper.cli.loop, wrapper.cli.explain, wrapper.cli.config, typer.main; "
+    "list(typer.main.get_command(app).commands.values()); "
+)
+PREVIOUS = "import sys; " + PREVIOUS_IMPORTS + RUN_APP
+BEFORE = "import sys; " + BEFORE_IMPORTS + PREVIOUS_IMPORTS + RUN_APP
 EAGER = (
     "import sys; import sqlalchemy, sqlalchemy.orm, alembic, alembic.command; "
     + BEFORE_IMPORTS
+    + PREVIOUS_IMPORTS
     + RUN_APP
 )
+WAYS = ("lazy", "previous", "before", "eager", "python")
 
 
 @dataclass
 class FastPath:
     runs: int
     outcomes: set[str] = field(default_factory=set)
-    times: dict[str, list[float]] = field(
-        default_factory=lambda: {"lazy": [], "before": [], "eager": [], "python": []}
-    )
+    # way -> wall seconds, and CPU seconds (user + system, git's children included).
+    times: dict[str, list[float]] = field(default_factory=lambda: {way: [] for way in WAYS})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {way: [] for way in WAYS})
 
 
-def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    cpu = _children_cpu()
     began = time.perf_counter()
     result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     spent = time.perf_counter() - began
     if result.returncode != 0:
         raise RuntimeError(f"kdev failed: {result.stderr.strip()[-300:]}")
     lines = result.stdout.strip().splitlines()
-    return spent, str(json.loads(lines[-1])["outcome"]) if lines else ""
+    outcome = str(json.loads(lines[-1])["outcome"]) if lines else ""
+    return spent, _children_cpu() - cpu, outcome
 
 
 def measure(runs: int, workdir: Path) -> FastPath:
@@ -89,31 +115,44 @@ def measure(runs: int, workdir: Path) -> FastPath:
         argv = args()
         ways = {
             "lazy": [str(BIN / "kdev"), *argv],
+            "previous": [sys.executable, "-c", PREVIOUS, *argv],
             "before": [sys.executable, "-c", BEFORE, *argv],
             "eager": [sys.executable, "-c", EAGER, *argv],
             "python": [sys.executable, "-c", "pass"],
         }
         for _ in range(runs):
             for name, command in ways.items():
-                spent, outcome = _timed(command, checkout, env)
+                spent, cpu, outcome = _timed(command, checkout, env)
                 report.times[name].append(spent)
+                report.cpu[name].append(cpu)
                 if name != "python":
                     report.outcomes.add(outcome)
     return report
 
 
 def report(result: FastPath) -> list[str]:
-    median = {name: statistics.median(values) for name, values in result.times.items()}
-    lazy, before, eager = median["lazy"], median["before"], median["eager"]
-    floor = median["python"]
-    verdict = "met" if lazy < 0.3 else "NOT met"
+    wall = {name: statistics.median(values) for name, values in result.times.items()}
+    cpu = {name: statistics.median(values) for name, values in result.cpu.items()}
+
+    def row(label: str, way: str) -> str:
+        line = f"  {label:30s}{wall[way] * 1000:7.1f} ms  cpu {cpu[way] * 1000:6.1f} ms"
+        if way in ("lazy", "python"):
+            return line
+        return (
+            f"{line}   lazy/{way} = {wall['lazy'] / wall[way]:.2f} "
+            f"(cpu {cpu['lazy'] / cpu[way]:.2f}), above the floor "
+            f"{(wall['lazy'] - wall['python']) / (wall[way] - wall['python']):.2f}"
+        )
+
+    verdict = "met" if wall["lazy"] < 0.3 else "NOT met"
     return [
         f"fastpath: kdev review-pr carry-forward, whole process, median of {result.runs} "
-        f"(outcomes: {', '.join(sorted(result.outcomes))})",
-        f"  lazy (the kdev script)        {lazy * 1000:7.1f} ms",
-        f"  before (previous import set)  {before * 1000:7.1f} ms   lazy/before = "
-        f"{lazy / before:.2f}, above the floor {(lazy - floor) / (before - floor):.2f}",
-        f"  eager (sqlalchemy+alembic)    {eager * 1000:7.1f} ms   lazy/eager = {lazy / eager:.2f}",
-        f"  python -c pass (floor)        {floor * 1000:7.1f} ms",
+        f"(outcomes: {', '.join(sorted(result.outcomes))}); wall time, and CPU time of the "
+        "process and its git children",
+        row("lazy (the kdev script)", "lazy"),
+        row("previous (D50's import set)", "previous"),
+        row("before (D35's import set)", "before"),
+        row("eager (sqlalchemy+alembic)", "eager"),
+        row("python -c pass (floor)", "python"),
         f"  target < 300 ms: {verdict}",
     ]

@@ -8,7 +8,8 @@ reads the current counts, and writes the whole file anew through prometheus_clie
 ``write_to_textfile`` (a temporary file renamed over the old one), so concurrent kdev
 runs never lose a count and a reader never sees half a file. The engine re-exports the
 file (``li engine run --metrics-textfile``), or node_exporter's textfile collector reads
-it. Counting never fails a review: a problem is one WARNING line.
+it. Counting never fails a review: a problem is one WARNING line. prometheus_client is
+imported only when there is a file to count in (issue 19: not on review-pr's fast path).
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, write_to_textfile
-from prometheus_client.parser import text_string_to_metric_families
-
 log = logging.getLogger("kdev.metrics")
 
 METRIC = "kdev_outcomes"
@@ -30,6 +28,8 @@ ENV_NAME = "KDEV_METRICS_FILE"
 
 def read_counts(path: Path) -> dict[str, float]:
     """outcome -> count from the file (empty when it does not exist yet)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -45,6 +45,8 @@ def read_counts(path: Path) -> dict[str, float]:
 
 
 def _write(path: Path, counts: Mapping[str, float]) -> None:
+    from prometheus_client import CollectorRegistry, Counter, write_to_textfile
+
     registry = CollectorRegistry()
     counter = Counter(METRIC, "kdev review-pr outcomes and failures.", ["outcome"],
                       registry=registry)  # fmt: skip

@@ -24,7 +24,6 @@ from typing import Any
 
 import httpx
 
-from engine.config import Settings
 from engine.errors import InvalidInput
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
 from engine.github.parse import (
@@ -43,6 +42,7 @@ from engine.github.types import (
     CommentListing,
     EtagCache,
     EtagSink,
+    GitHubSettings,
     MemoryEtagCache,
     PullListing,
     RestResult,
@@ -70,7 +70,7 @@ class GitHubClient(GitHubSession):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: GitHubSettings,
         *,
         cache: EtagCache | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -78,6 +78,7 @@ class GitHubClient(GitHubSession):
         clock: Callable[[], datetime] = utcnow,
         connect_timeout: float = 10.0,
         read_timeout: float = 30.0,
+        record_rates: bool = True,
     ) -> None:
         super().__init__(
             settings,
@@ -86,6 +87,7 @@ class GitHubClient(GitHubSession):
             clock=clock,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
+            record_rates=record_rates,
         )
         self._cache: EtagCache = cache if cache is not None else MemoryEtagCache()
 
@@ -335,9 +337,12 @@ def _check_pages(max_pages: int) -> None:
         raise InvalidInput(f"max_pages must be at least 1, got {max_pages}", "invalid_pages")
 
 
-def github_client(settings: Settings, cache: EtagCache | None = None) -> GitHubClient:
+def github_client(
+    settings: GitHubSettings, cache: EtagCache | None = None, *, record_rates: bool = True
+) -> GitHubClient:
     """The client a process uses: the settings' timeout and its token's shared pacer at
-    ``LI_GITHUB_RATE`` requests a minute."""
+    ``LI_GITHUB_RATE`` requests a minute; ``record_rates=False`` for a process that
+    exports no metrics (kdev)."""
     identity = token_identity(settings.github_token)
     return GitHubClient(
         settings,
@@ -345,4 +350,5 @@ def github_client(settings: Settings, cache: EtagCache | None = None) -> GitHubC
         pacer=pacer_for(identity, settings.github_requests_per_minute),
         connect_timeout=min(10.0, settings.github_timeout_seconds),
         read_timeout=settings.github_timeout_seconds,
+        record_rates=record_rates,
     )

@@ -26,7 +26,6 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from engine import __version__
-from engine.config import Settings
 from engine.errors import ConfigError, InvalidInput
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
@@ -44,9 +43,9 @@ from engine.github.types import (
     GitHubRateLimited,
     GitHubSecondaryRateLimited,
     GitHubServerError,
+    GitHubSettings,
     RateInfo,
 )
-from engine.run.metrics import record_rate
 
 # The logger of every GitHub request line (named for the module the client was, so log
 # filters keep working).
@@ -136,27 +135,39 @@ class _Pages:
     stopped: bool
 
 
+def _record_rate(identity: str, headers: Mapping[str, str]) -> None:
+    """The engine's rate-limit gauges (engine.run.metrics), imported on first use: a
+    process that keeps no metrics (kdev: ``record_rates=False``) never loads
+    prometheus_client (issue 19)."""
+    from engine.run.metrics import record_rate
+
+    record_rate(identity, headers)
+
+
 class GitHubSession:
     """The HTTP session of one token (``Settings.github_token``; None: anonymous).
 
     ``transport`` replaces the network (an ``httpx.MockTransport`` in tests); ``pacer``
     defaults to the process-wide :func:`pacer_for` of the token; ``clock`` dates
-    secondary-limit deferrals (and, in the client, cache entries). It is thread-safe,
-    never sleeps itself (waiting is the pacer's: inject ``sleep`` there) and never
+    secondary-limit deferrals (and, in the client, cache entries); ``record_rates=False``
+    leaves the engine's rate-limit gauges alone (a process that exports no metrics). It
+    is thread-safe, never sleeps itself (waiting is the pacer's: inject ``sleep`` there) and never
     retries: a failure raises :class:`GitHubError` and the caller's next poll is the retry.
     """
 
     def __init__(
         self,
-        settings: Settings,
+        settings: GitHubSettings,
         *,
         transport: httpx.BaseTransport | None = None,
         pacer: RequestPacer | None = None,
         clock: Callable[[], datetime] = utcnow,
         connect_timeout: float = 10.0,
         read_timeout: float = 30.0,
+        record_rates: bool = True,
     ) -> None:
         self.api_url = settings.github_api_url.rstrip("/")
+        self._record_rates = record_rates
         try:
             base = httpx.URL(self.api_url)
         except httpx.InvalidURL:
@@ -188,7 +199,8 @@ class GitHubSession:
         )
 
     def _note_rate(self, response: httpx.Response) -> None:
-        record_rate(self.token_identity, response.headers)
+        if self._record_rates:
+            _record_rate(self.token_identity, response.headers)
         rate = parse_rate(response.headers)
         if rate is not None and response.status_code < 400:
             self.pacer.observe(rate)

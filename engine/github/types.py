@@ -326,6 +326,24 @@ class CachedResponse:
 EtagSink = Callable[[str, CachedResponse], None]
 
 
+class GitHubSettings(Protocol):
+    """What the client reads of its settings: ``engine.config.Settings`` has these, and
+    so does the wrapper's lighter reader of the same variables (wrapper.config_env), which
+    keeps pydantic-settings off kdev's fast path (issue 19)."""
+
+    @property
+    def github_api_url(self) -> str: ...
+
+    @property
+    def github_token(self) -> str | None: ...
+
+    @property
+    def github_timeout_seconds(self) -> float: ...
+
+    @property
+    def github_requests_per_minute(self) -> int: ...
+
+
 class EtagCache(Protocol):
     """Conditional-request memory, keyed by request URL plus token identity.
 

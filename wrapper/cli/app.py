@@ -1,11 +1,13 @@
 """The kdev command line: the table of verbs (``kdev = "wrapper.cli.app:app"``).
 
-Each verb group lives in a module of its own and is registered here, in the order
+Each verb group lives in a module of its own and is listed in :data:`VERBS`, in the order
 ``kdev -h`` lists them: review-pr/describe-pr/reviewers (:mod:`wrapper.cli.review`),
 verdicts and ``verdict show`` (:mod:`wrapper.cli.verdicts`), pr-sweep
-(:mod:`wrapper.cli.sweep`), the author's loop (:mod:`wrapper.cli.authorloop`),
-explain (:mod:`wrapper.cli.explain`) and ``config`` (:mod:`wrapper.cli.config`). The
-root options, error mapping and ledger opening are in :mod:`wrapper.cli.common`.
+(:mod:`wrapper.cli.sweep`), the author's loop (:mod:`wrapper.cli.authorloop`,
+:mod:`wrapper.cli.loop`), explain (:mod:`wrapper.cli.explain`) and ``config``
+(:mod:`wrapper.cli.config`). A verb's module is imported only when that verb is looked
+up (:mod:`wrapper.cli.lazy`), so ``kdev review-pr`` does not import the others. The root
+options, error mapping and ledger opening are in :mod:`wrapper.cli.common`.
 
 Every error prints one line ``error: <message> [<reason_code>]`` and exits with the code
 of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
@@ -22,10 +24,33 @@ import sys
 if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
     sys.modules["httpx._main"] = None  # type: ignore[assignment]
 
-import typer  # noqa: E402
+from engine.clikit import OneLineErrorsTyper  # noqa: E402
+from wrapper.cli import common  # noqa: E402
+from wrapper.cli.lazy import lazy_group  # noqa: E402
 
-from engine.clikit import OneLineErrorsTyper
-from wrapper.cli import authorloop, common, config, explain, loop, review, sweep, verdicts
+# name -> "module:attribute": a command function, or a typer.Typer for a group of verbs.
+VERBS = {
+    "review-pr": "wrapper.cli.review:review_pr_cmd",
+    "describe-pr": "wrapper.cli.review:describe_pr_cmd",
+    "verdicts": "wrapper.cli.verdicts:verdicts_cmd",
+    "pr-sweep": "wrapper.cli.sweep:pr_sweep_cmd",
+    "watch": "wrapper.cli.authorloop:watch_cmd",
+    "comments": "wrapper.cli.authorloop:comments_cmd",
+    "reply": "wrapper.cli.authorloop:reply_cmd",
+    "resolve": "wrapper.cli.authorloop:resolve_cmd",
+    "reopen": "wrapper.cli.authorloop:reopen_cmd",
+    "hide": "wrapper.cli.authorloop:hide_cmd",
+    "pr-status": "wrapper.cli.authorloop:pr_status_cmd",
+    "check-ci": "wrapper.cli.authorloop:check_ci_cmd",
+    "request-reviews": "wrapper.cli.authorloop:request_reviews_cmd",
+    "triage": "wrapper.cli.loop:triage_cmd",
+    "loop-status": "wrapper.cli.loop:loop_status_cmd",
+    "close-out": "wrapper.cli.loop:close_out_cmd",
+    "explain": "wrapper.cli.explain:explain_cmd",
+    "verdict": "wrapper.cli.verdicts:verdict_app",
+    "config": "wrapper.cli.config:config_app",
+    "reviewers": "wrapper.cli.review:reviewers_app",
+}
 
 app = OneLineErrorsTyper(
     name="kdev",
@@ -33,38 +58,5 @@ app = OneLineErrorsTyper(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+app.info.cls = lazy_group(VERBS, app)
 app.callback()(common.main)
-
-verdict_app = typer.Typer(help="Read verdict files.", no_args_is_help=True)
-app.add_typer(verdict_app, name="verdict")
-config_app = typer.Typer(help="Check and print the configuration.", no_args_is_help=True)
-app.add_typer(config_app, name="config")
-
-app.command("review-pr")(review.review_pr_cmd)
-app.command("describe-pr")(review.describe_pr_cmd)
-app.command("verdicts")(verdicts.verdicts_cmd)
-reviewers_app = typer.Typer(
-    help="Which focused reviewers apply to a change; starter rosters.",
-    invoke_without_command=True,
-)
-reviewers_app.callback()(review.reviewers_cmd)
-reviewers_app.command("detect-language")(review.detect_language_cmd)
-reviewers_app.command("install-template")(review.install_template_cmd)
-app.add_typer(reviewers_app, name="reviewers")
-verdict_app.command("show")(verdicts.verdict_show)
-app.command("pr-sweep")(sweep.pr_sweep_cmd)
-app.command("watch")(authorloop.watch_cmd)
-app.command("comments")(authorloop.comments_cmd)
-app.command("reply")(authorloop.reply_cmd)
-app.command("resolve")(authorloop.resolve_cmd)
-app.command("reopen")(authorloop.reopen_cmd)
-app.command("hide")(authorloop.hide_cmd)
-app.command("pr-status")(authorloop.pr_status_cmd)
-app.command("check-ci")(authorloop.check_ci_cmd)
-app.command("request-reviews")(authorloop.request_reviews_cmd)
-app.command("triage")(loop.triage_cmd)
-app.command("loop-status")(loop.loop_status_cmd)
-app.command("close-out")(loop.close_out_cmd)
-app.command("explain")(explain.explain_cmd)
-config_app.command("validate")(config.config_validate)
-config_app.command("show")(config.config_show)

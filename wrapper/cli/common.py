@@ -18,6 +18,7 @@ from engine.clikit import LogFormat, LogLevel, configure_logging
 from engine.clikit import guarded as clikit_guarded
 from wrapper import __version__
 from wrapper.config import load_config, resolve_reviews_dir
+from wrapper.config_env import github_settings
 from wrapper.credentials import harden_process, kdev_environ
 from wrapper.errors import ConfigError, KdevError
 from wrapper.leakscan import known_secrets
@@ -32,15 +33,18 @@ T = TypeVar("T")
 
 
 def open_github() -> GitHubClient:
-    """The GitHub client of this process, from kdev's environment (``Settings``).
+    """The GitHub client of this process, from kdev's environment (``Settings``' GitHub
+    fields, read by :func:`wrapper.config_env.github_settings`).
 
-    engine.config (pydantic-settings) and the client (httpx) are imported here, when a
-    command talks to GitHub, not when the command line is built (D35).
+    The client (httpx) is imported here, when a command talks to GitHub, not when the
+    command line is built (D35); engine.config (pydantic-settings) only when the
+    environment needs its reader to decide (issue 19).
     """
-    from engine.config import Settings
     from engine.github import github_client
 
-    return github_client(Settings.from_env(kdev_environ()))
+    # kdev exports no metrics (its outcomes go to the textfile, wrapper.metrics), so the
+    # engine's rate-limit gauges, and prometheus_client, stay out of the process.
+    return github_client(github_settings(kdev_environ()), record_rates=False)
 
 
 def guarded(work: Callable[[], T]) -> T:

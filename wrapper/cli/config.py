@@ -74,3 +74,10 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON."
             typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
 
     guarded(work)
+
+
+config_app = typer.Typer(
+    name="config", help="Check and print the configuration.", no_args_is_help=True
+)
+config_app.command("validate")(config_validate)
+config_app.command("show")(config_show)

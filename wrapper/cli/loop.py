@@ -6,9 +6,7 @@ import json
 
 import typer
 
-from engine.config import Settings
-from engine.github import github_client
-from wrapper.cli.common import guarded, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
 
@@ -33,7 +31,7 @@ def triage_cmd(
         manual = parse_manual(decide)
         config, ledger = open_ledger(reviews_dir)
         environ = kdev_environ()
-        with github_client(Settings.from_env(environ)) as client:
+        with open_github() as client:
             report = run_triage(client, ledger, config, environ, repo, pr, manual)
         if as_json:
             shown = [d.to_json() for d in report.decided.values()]
@@ -89,7 +87,7 @@ def close_out_cmd(
         check_repo(repo)
         config, ledger = open_ledger(reviews_dir)
         environ = kdev_environ()
-        with github_client(Settings.from_env(environ)) as client:
+        with open_github() as client:
             done = close_out(client, ledger, config, environ, repo, pr)
         if as_json:
             typer.echo(json.dumps({"repo": repo, "pr": pr, "closed": [d.to_json() for d in done]}))

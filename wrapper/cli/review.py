@@ -254,3 +254,13 @@ def install_template_cmd(
         typer.echo(f"wrote {target}")
 
     guarded(work)
+
+
+reviewers_app = typer.Typer(
+    name="reviewers",
+    help="Which focused reviewers apply to a change; starter rosters.",
+    invoke_without_command=True,
+)
+reviewers_app.callback()(reviewers_cmd)
+reviewers_app.command("detect-language")(detect_language_cmd)
+reviewers_app.command("install-template")(install_template_cmd)

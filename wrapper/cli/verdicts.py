@@ -131,3 +131,7 @@ def verdict_show(
         typer.echo(json.dumps(shown))
 
     guarded(work)
+
+
+verdict_app = typer.Typer(name="verdict", help="Read verdict files.", no_args_is_help=True)
+verdict_app.command("show")(verdict_show)
