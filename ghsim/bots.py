@@ -131,9 +131,11 @@ class BotSim(ProtectionSim):
             target = self.repo(repo)
             if delay < 0:
                 raise GhsimError("a review bot's delay is not negative")
+            account = self.user(login, user_id, "Bot")
+            account.type = "Bot"  # also a known login without "[bot]", such as Copilot
             bot = ReviewBot(
                 target.full_name,
-                self.user(login, user_id, "Bot"),
+                account,
                 trigger_pattern(trigger, regex),
                 delay,
                 deque(normalise_answer(a) for a in answers),

@@ -139,6 +139,8 @@ def test_bots_are_per_repository_and_a_second_call_replaces_the_script(
     post_trigger(client, "@cursor review")
     assert [c["body"] for c in by(client, CURSOR[0])] == ["new"]
     assert len(sim.review_bots(REPO)) == 1 and sim.review_bots("octo/other") == []
+    sim.user("Copilot")  # a known login without "[bot]" becomes a Bot account
+    assert sim.add_review_bot(REPO, "Copilot", trigger="@copilot").user.type == "Bot"
 
 
 @pytest.mark.parametrize("answer", [42, {"body": "x", "colour": "red"}, {"path": "a.py"}, [None]])
