@@ -54,6 +54,7 @@ RPC_METHODS = frozenset(
     inject_fault inject_secondary_limit clear_faults set_pr_user_null set_head_repo_null
     set_time advance use_real_time sync branch_sha repo_path pull pulls clear_requests
     thread_resolved minimized protect_branch unprotect_branch add_ruleset grant_admin
+    add_review_bot review_bots
     """.split()
 )
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping
 from typing import Self
 
+from ghsim.bots import BotSim
 from ghsim.core import (
     AUTO,
     MERGE_METHODS,
@@ -24,12 +25,11 @@ from ghsim.core import (
 )
 from ghsim.gitops import GitError, MergeConflict
 from ghsim.model import CheckRun, Comment, CommitStatus, Pull, Repo, Review, User
-from ghsim.protection import ProtectionSim
 
 Files = Mapping[str, str | bytes | None]
 
 
-class GitHubSim(ProtectionSim):
+class GitHubSim(BotSim):
     """A stateful simulated GitHub (REST + a GraphQL subset) on loopback HTTP.
 
     >>> with GitHubSim() as sim:                     # starts on a free port
@@ -549,6 +549,7 @@ class GitHubSim(ProtectionSim):
             )
             self._comments.append(created)
             pr.updated_at = now
+            self._answer_triggers(created)  # scripted review bots (ghsim/bots.py)
             return created
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> Comment:
