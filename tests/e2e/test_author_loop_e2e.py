@@ -19,13 +19,8 @@ by kdev but brings the bot's reversal (``escalate``, settled by hand); rounds 3 
 clean. ``loop-status`` stops clean when the last three rounds had no P1/P2 (two clean
 rounds and the verification round), so rounds 2, 3, 4 make ``stop_clean`` at 4, with
 ``one_more_round`` at 3. Only round 1 runs in roster mode, and it asks for changes on its
-own account, so the withdrawn finding does not decide the count here. A roster round
-whose only P1/P2 finding is INVALID would still count as a round with P1/P2 today, and
-its verdict would still be REQUEST_CHANGES: the merged verdict
-(wrapper/review/roster_review.py ``merge_outputs``) and a round's severity
-(wrapper/authorloop/pr_status.py ``review_rounds``) read the reviewers' raw output, not
-the validator's answers. Putting the INVALID finding in a clean round would make the
-count depend on that open question, so this test does not.
+own account (the VALID P2); a withdrawn finding blocks nothing (D57, found by this test:
+tests/wrapper/test_withdrawn_verdict.py).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, format_timestamp
+from wrapper.review.findings import without_withdrawn
 from wrapper.review.findings_post import FindingsRound, round_record
 
 _SEVERE = re.compile(r"\bP[12]\b")
@@ -154,7 +155,8 @@ def review_rounds(ledger: Ledger, repo: str, pr: int) -> list[Round]:
                 patch_id=entry.patch_id,
                 verdict=entry.verdict,
                 reviewed_at=format_timestamp(entry.reviewed_at),
-                severe_findings=entry.verdict == "REQUEST_CHANGES" or bool(_SEVERE.search(body)),
+                severe_findings=entry.verdict == "REQUEST_CHANGES"
+                or bool(_SEVERE.search(without_withdrawn(body))),
                 carried_heads=sorted(h for h, e in index.items() if e.carried_from == head),
             )
         )

@@ -11,7 +11,7 @@ otherwise it is a PR-level comment. Each posted finding carries the hidden signa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,3 +93,39 @@ def finding_body(finding: Finding) -> str:
     if finding.action == "annotate":
         body += f"\n\n_Independent validator: uncertain: {finding.validation_reason}_"
     return body
+
+
+# How a withdrawn finding's line reads in the merged verdict body: the note goes first,
+# so the line no longer starts with its priority and reads as a finding to nobody
+# (roster mode's blocking rule, pr-status's severity); ``WITHDRAWN_VERDICT`` replaces the
+# reviewer's own REQUEST_CHANGES when every P1/P2 finding it rested on was withdrawn.
+WITHDRAWN_NOTE = "withdrawn by the independent validator"
+WITHDRAWN_VERDICT = f"(its request for changes was {WITHDRAWN_NOTE} with its findings)"
+_WITHDRAWN_PREFIX = f"- ({WITHDRAWN_NOTE}, "
+_REQUEST_CHANGES_LINE = re.compile(r"^\s*VERDICT:\s*REQUEST_CHANGES\s*$")
+
+
+def standing_output(output: str, findings: Sequence[Finding]) -> str:
+    """A reviewer's ``output`` with each of its ``findings`` the validator found INVALID
+    marked (see WITHDRAWN_NOTE); unchanged when there is none. Only a positive INVALID
+    releases a finding: an UNCERTAIN one (a validator that did not answer among them)
+    still blocks, whatever ``uncertain_action`` does with its comment. Pure."""
+    withdrawn = {f.text: f for f in findings if f.validation == "INVALID"}
+    if not withdrawn:
+        return output
+    lines = output.split("\n")
+    for number, line in enumerate(lines):
+        finding = withdrawn.get(line.strip())
+        if finding is not None:
+            why = f"INVALID: {finding.validation_reason}".strip()
+            lines[number] = f"{_WITHDRAWN_PREFIX}{why}) {finding.text}"
+    severe = [f for f in findings if f.priority in ("P1", "P2")]
+    if severe and all(f.validation == "INVALID" for f in severe):
+        lines = [WITHDRAWN_VERDICT if _REQUEST_CHANGES_LINE.match(x) else x for x in lines]
+    return "\n".join(lines)
+
+
+def without_withdrawn(body: str) -> str:
+    """``body`` without the lines :func:`standing_output` marked withdrawn. Pure."""
+    kept = [line for line in body.split("\n") if not line.startswith(_WITHDRAWN_PREFIX)]
+    return "\n".join(kept)

@@ -10,18 +10,23 @@ was recorded by the budget gate; every further reviewer leg is recorded
 (``Ledger.record_leg_start``) when it starts, so each leg counts against the budget.
 
 The merged verdict is REQUEST_CHANGES when any reviewer's output has a blocking finding
-(:func:`wrapper.review.roster.has_blocking_finding`: a P1/P2 line or its own
-``VERDICT: REQUEST_CHANGES``), else APPROVE. The body has one ``##`` section per
-reviewer and ends with the merged ``VERDICT:`` line. Any failed leg fails the round (the
-first failure in roster order is raised, after every leg has finished). The result
-carries every reviewer's findings (:mod:`wrapper.review.findings`), which
-:mod:`wrapper.review.leg` posts once the verdict is written.
+(:func:`wrapper.review.roster.has_blocking_finding`: a P1/P2 line or its own ``VERDICT:
+REQUEST_CHANGES``), else APPROVE. With the independent validator, a finding it found
+INVALID blocks nothing (an UNCERTAIN one still blocks, fail closed): its line is marked
+withdrawn in the body (so it no longer reads as a finding), and a reviewer whose every
+P1/P2 finding was INVALID has its own ``VERDICT: REQUEST_CHANGES`` set aside with them
+(docs/decisions.md D57). A reviewer that asks for changes without any P1/P2 line still
+blocks. The body has one ``##`` section per reviewer and ends with the merged
+``VERDICT:`` line. Any failed leg fails the round (the first failure in roster order is
+raised, after every leg has finished). The result carries every reviewer's findings
+(:mod:`wrapper.review.findings`), which :mod:`wrapper.review.leg` posts once the verdict
+is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,7 +36,7 @@ from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError
 from wrapper.git import Git
 from wrapper.ledger.ledger import Ledger
-from wrapper.review.findings import parse_findings
+from wrapper.review.findings import Finding, parse_findings, standing_output
 from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer, run_reviewer_text
 from wrapper.review.roster import (
@@ -81,12 +86,17 @@ def reviewer_prompt(
     return f"{standard[: -len(closing)]}{chr(10).join(role).rstrip()}\n\n{closing}"
 
 
-def merge_outputs(roster: Roster, results: Iterable[tuple[RosterReviewer, str]]) -> ReviewResult:
-    """One verdict from the reviewers' outputs (see the module doc); ``model`` is left
-    empty for the caller to fill."""
+def merge_outputs(
+    roster: Roster,
+    results: Iterable[tuple[RosterReviewer, str]],
+    findings: Sequence[Finding] = (),
+) -> ReviewResult:
+    """One verdict from the reviewers' outputs and the validator's dispositions of their
+    ``findings`` (see the module doc); ``model`` is left empty for the caller to fill."""
     sections: list[str] = [roster.summary]
     blocking = False
-    for reviewer, output in results:
+    for reviewer, raw in results:
+        output = standing_output(raw, [f for f in findings if f.agent == reviewer.name])
         verdict = "REQUEST_CHANGES" if has_blocking_finding(output) else "APPROVE"
         blocking = blocking or verdict == "REQUEST_CHANGES"
         scope = reviewer.scope or "."
@@ -148,7 +158,6 @@ def run_roster_review(
         if error is not None:
             raise error
     outputs = [f.result() for f in futures]
-    merged = merge_outputs(roster, zip(roster.reviewers, outputs, strict=True))
     findings = tuple(
         finding
         for reviewer, output in zip(roster.reviewers, outputs, strict=True)
@@ -169,4 +178,5 @@ def run_roster_review(
             dataclasses.replace(f, action=disposition(f, validator.uncertain_action))
             for f in checked
         )
+    merged = merge_outputs(roster, zip(roster.reviewers, outputs, strict=True), findings)
     return dataclasses.replace(merged, model=backend.model, findings=findings)
