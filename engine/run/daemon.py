@@ -415,6 +415,7 @@ class Engine:
         policy = RunRetention(
             keep_days=self.settings.runs_keep_days,
             keep_per_schedule=self.settings.runs_keep_per_schedule,
+            keys_keep_days=self.settings.trigger_keys_keep_days,
         )
         try:
             with self._pruning:
@@ -424,8 +425,8 @@ class Engine:
         except Exception as exc:
             self._record_error("retention", exc)
             return None
-        if done.runs or done.claims:
-            log.info("retention pruned %d run(s) and %d claim(s)", done.runs, done.claims)
+        if done:
+            log.info("retention pruned %s", done.summary())
         return done
 
     @property
