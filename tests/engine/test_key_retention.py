@@ -21,6 +21,8 @@ from engine.store.models import PollState, ScheduleRemoval, TriggerKey
 from engine.store.pollstore import PollStore, PollTicket
 from engine.store.retention import RunRetention, prune
 from engine.store.store import Store
+from tests.engine import test_mention_engine as mention
+from tests.engine.test_mention_engine import HANDLE, MAINT, REPO, world  # noqa: F401
 from tests.factories import FakeClock, interval_spec
 
 DAY = timedelta(days=1)
@@ -198,3 +200,24 @@ def test_old_schedule_removals_are_pruned(db: SAEngine) -> None:
     store.remove_schedule("b")
     assert prune(store.in_transaction, policy, now + 31 * DAY).removals >= 1
     assert removals() <= 1
+
+
+def test_an_edited_comment_whose_key_was_pruned_does_not_fire_again(
+    world: mention.World,  # noqa: F811
+) -> None:
+    """Over ghsim: a mention fires; 100 days later its key is pruned; editing the comment
+    brings it back into the feed, and it does not fire. A new comment still does."""
+    world.add()
+    pr = world.fork_pr()
+    world.clock.advance(5)
+    comment = world.sim.comment(REPO, pr.number, f"@{HANDLE} review", author=MAINT)
+    assert len(mention.fired(world.poll())) == 1
+    world.clock.advance(100 * 86400)
+    done = prune(world.store.in_transaction, RunRetention(keys_keep_days=90), world.clock())
+    assert done.keys == 1 and world.trigger_keys() == []
+    world.clock.advance(5)
+    world.sim.edit_comment(REPO, comment.id, f"@{HANDLE} review, again please")
+    assert world.poll() == []
+    world.clock.advance(5)
+    world.sim.comment(REPO, pr.number, f"@{HANDLE} review", author=MAINT)
+    assert len(mention.fired(world.poll())) == 1
