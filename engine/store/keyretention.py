@@ -25,6 +25,11 @@ The price: editing a mention into a comment older than the keep period no longer
 drop. Every engine re-syncs every ``LI_SYNC_INTERVAL`` seconds, so a removal older than
 ``LI_RUNS_KEEP_DAYS`` has been seen by every engine that is alive; one that missed it
 keeps a job that finds no schedule row and fires nothing.
+
+**Engine instances** (``engine_instances``): one row per engine process, so one per
+``li engine run --once`` from cron. A row goes when its heartbeat is older than
+``LI_RUNS_KEEP_DAYS`` (the engine stopped or died long ago; liveness counts in seconds)
+and no ``running`` run names it; ``li engine status`` still shows every recent one.
 """
 
 from __future__ import annotations
@@ -37,7 +42,13 @@ from sqlalchemy import delete, exists, or_, select
 from sqlalchemy.orm import Session
 
 from engine.store.enums import RunStatus
-from engine.store.models import PollState, ScheduleRemoval, ScheduleRun, TriggerKey
+from engine.store.models import (
+    EngineInstance,
+    PollState,
+    ScheduleRemoval,
+    ScheduleRun,
+    TriggerKey,
+)
 
 DEFAULT_KEYS_KEEP_DAYS = 90
 SKEW = timedelta(days=1)
@@ -132,3 +143,27 @@ def prune_removals(in_transaction: Transaction, keep_days: int, now: datetime) -
         return int(getattr(result, "rowcount", 0) or 0)
 
     return in_transaction(work)
+
+
+def prune_engines(in_transaction: Transaction, keep_days: int, now: datetime) -> int:
+    """Delete the engine rows silent for ``keep_days`` that no running run names."""
+    cutoff = now - timedelta(days=keep_days)
+    running = (
+        select(ScheduleRun.id)
+        .where(ScheduleRun.engine_id == EngineInstance.id)
+        .where(ScheduleRun.status == RunStatus.RUNNING.value)
+    )
+
+    def work(session: Session) -> int:
+        ids = list(
+            session.scalars(
+                select(EngineInstance.id)
+                .where(EngineInstance.heartbeat_at < cutoff, ~exists(running))
+                .limit(BATCH)
+            )
+        )
+        if ids:
+            session.execute(delete(EngineInstance).where(EngineInstance.id.in_(ids)))
+        return len(ids)
+
+    return drain(in_transaction, work)

@@ -13,7 +13,7 @@ What is kept (docs/operations.md, "Retention"; docs/decisions.md):
   at or after the cursor, or one whose run is running or queued for another attempt, is
   never pruned: those are the claims the cursor still needs.
 
-- **Trigger keys and schedule removals**: :mod:`engine.store.keyretention` (a key goes
+- **Trigger keys, schedule removals and engine rows**: :mod:`engine.store.keyretention` (a key goes
   only after a forward-only horizon makes its item unable to fire again).
 
 Event decisions have their own bounds (engine.poll.decisions).
@@ -35,7 +35,12 @@ from sqlalchemy.orm import Session
 from engine.errors import InvalidInput
 from engine.jsonable import as_json
 from engine.store.enums import RunStatus
-from engine.store.keyretention import DEFAULT_KEYS_KEEP_DAYS, prune_keys, prune_removals
+from engine.store.keyretention import (
+    DEFAULT_KEYS_KEEP_DAYS,
+    prune_engines,
+    prune_keys,
+    prune_removals,
+)
 from engine.store.models import PollClaim, PollState, ScheduleRun, TriggerKey
 
 DEFAULT_KEEP_DAYS = 30
@@ -69,14 +74,15 @@ class Pruned:
     claims: int = 0
     keys: int = 0
     removals: int = 0
+    engines: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.runs or self.claims or self.keys or self.removals)
+        return bool(self.runs or self.claims or self.keys or self.removals or self.engines)
 
     def summary(self) -> str:
         return (
-            f"{self.runs} run(s), {self.claims} claim(s), {self.keys} trigger key(s) and "
-            f"{self.removals} removal(s)"
+            f"{self.runs} run(s), {self.claims} claim(s), {self.keys} trigger key(s), "
+            f"{self.removals} removal(s) and {self.engines} engine row(s)"
         )
 
     def to_json(self) -> dict[str, int]:
@@ -98,7 +104,8 @@ def prune(in_transaction: Transaction, policy: RunRetention, now: datetime) -> P
             in_transaction, partial(_prune_runs, name=name, cutoff=cutoff, policy=policy)
         )
     removals = prune_removals(in_transaction, policy.keep_days, now)
-    return Pruned(runs=runs, claims=claims, keys=keys, removals=removals)
+    engines = prune_engines(in_transaction, policy.keep_days, now)
+    return Pruned(runs=runs, claims=claims, keys=keys, removals=removals, engines=engines)
 
 
 def _drain(in_transaction: Transaction, batch: Callable[[Session], int]) -> int:

@@ -221,3 +221,22 @@ def test_an_edited_comment_whose_key_was_pruned_does_not_fire_again(
     world.clock.advance(5)
     world.sim.comment(REPO, pr.number, f"@{HANDLE} review", author=MAINT)
     assert len(mention.fired(world.poll())) == 1
+
+
+def test_engine_rows_silent_for_the_keep_period_are_pruned(db: SAEngine) -> None:
+    clock = FakeClock()
+    store = Store(db, clock)
+    store.add_schedule(interval_spec("tick", 60))
+    for name in ("stopped", "died", "orphan-holder"):
+        store.register_engine(f"engine-{name}", "host", 1)
+    store.stop_engine("engine-stopped")
+    # A run the dead engine left running: recovery has not closed it yet.
+    claim = store.claim_fire(store.get_schedule("tick").id, "engine-orphan-holder", manual=True)
+    assert isinstance(claim, Claim)
+    clock.advance(31 * 86400)
+    store.register_engine("engine-new", "host", 2)
+
+    done = prune(store.in_transaction, RunRetention(keep_days=30), clock())
+
+    assert done.engines == 2
+    assert {row.id for row in store.list_engines()} == {"engine-orphan-holder", "engine-new"}
