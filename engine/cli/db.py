@@ -40,8 +40,8 @@ def db_current(
 def db_prune(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Prune old runs, poll claims, trigger keys, schedule removals and engine rows now
-    (the engine also does it hourly)."""
+    """Prune old runs, poll claims, trigger keys, schedule removals, engine rows and the
+    ETags of removed schedules now (the engine also does it hourly)."""
 
     def work() -> None:
         config = settings()

@@ -30,10 +30,14 @@ keeps a job that finds no schedule row and fires nothing.
 ``li engine run --once`` from cron. A row goes when its heartbeat is older than
 ``LI_RUNS_KEEP_DAYS`` (the engine stopped or died long ago; liveness counts in seconds)
 and no ``running`` run names it; ``li engine status`` still shows every recent one.
+
+**ETag cache entries of removed schedules** (``http_cache`` keys scoped
+``;scope=schedule:N``): no pass reads them again once schedule N is gone.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
@@ -44,7 +48,9 @@ from sqlalchemy.orm import Session
 from engine.store.enums import RunStatus
 from engine.store.models import (
     EngineInstance,
+    HttpCacheEntry,
     PollState,
+    Schedule,
     ScheduleRemoval,
     ScheduleRun,
     TriggerKey,
@@ -167,3 +173,31 @@ def prune_engines(in_transaction: Transaction, keep_days: int, now: datetime) ->
         return len(ids)
 
     return drain(in_transaction, work)
+
+
+_SCOPE = re.compile(r";scope=schedule:(\d+)(?::|$)")
+SCHEDULE_SCOPE = ";scope=schedule:"
+
+
+def prune_cache(in_transaction: Transaction) -> int:
+    """Delete the ETag cache entries of schedules that no longer exist."""
+
+    def work(session: Session) -> int:
+        live = set(session.scalars(select(Schedule.id)))
+        keys = session.scalars(
+            select(HttpCacheEntry.key).where(
+                HttpCacheEntry.key.contains(SCHEDULE_SCOPE, autoescape=True)
+            )
+        )
+        gone = [
+            key
+            for key in keys
+            if (found := _SCOPE.search(key)) is not None and int(found.group(1)) not in live
+        ]
+        for start in range(0, len(gone), 500):
+            session.execute(
+                delete(HttpCacheEntry).where(HttpCacheEntry.key.in_(gone[start : start + 500]))
+            )
+        return len(gone)
+
+    return in_transaction(work)

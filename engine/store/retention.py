@@ -13,8 +13,9 @@ What is kept (docs/operations.md, "Retention"; docs/decisions.md):
   at or after the cursor, or one whose run is running or queued for another attempt, is
   never pruned: those are the claims the cursor still needs.
 
-- **Trigger keys, schedule removals and engine rows**: :mod:`engine.store.keyretention` (a key goes
-  only after a forward-only horizon makes its item unable to fire again).
+- **Trigger keys, schedule removals, engine rows, ETags of removed schedules**:
+  :mod:`engine.store.keyretention` (a key goes only after a forward-only horizon makes
+  its item unable to fire again).
 
 Event decisions have their own bounds (engine.poll.decisions).
 
@@ -37,6 +38,7 @@ from engine.jsonable import as_json
 from engine.store.enums import RunStatus
 from engine.store.keyretention import (
     DEFAULT_KEYS_KEEP_DAYS,
+    prune_cache,
     prune_engines,
     prune_keys,
     prune_removals,
@@ -75,14 +77,16 @@ class Pruned:
     keys: int = 0
     removals: int = 0
     engines: int = 0
+    cache: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.runs or self.claims or self.keys or self.removals or self.engines)
+        return any(self.to_json().values())
 
     def summary(self) -> str:
         return (
             f"{self.runs} run(s), {self.claims} claim(s), {self.keys} trigger key(s), "
-            f"{self.removals} removal(s) and {self.engines} engine row(s)"
+            f"{self.removals} removal(s), {self.engines} engine row(s) and {self.cache} "
+            f"cache entr(ies)"
         )
 
     def to_json(self) -> dict[str, int]:
@@ -105,7 +109,10 @@ def prune(in_transaction: Transaction, policy: RunRetention, now: datetime) -> P
         )
     removals = prune_removals(in_transaction, policy.keep_days, now)
     engines = prune_engines(in_transaction, policy.keep_days, now)
-    return Pruned(runs=runs, claims=claims, keys=keys, removals=removals, engines=engines)
+    cache = prune_cache(in_transaction)
+    return Pruned(
+        runs=runs, claims=claims, keys=keys, removals=removals, engines=engines, cache=cache
+    )
 
 
 def _drain(in_transaction: Transaction, batch: Callable[[Session], int]) -> int:

@@ -12,6 +12,8 @@ from sqlalchemy import Engine as SAEngine
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from engine.github.etag import SqlEtagCache
+from engine.github.types import CachedResponse
 from engine.poll.config import validate_poll_config
 from engine.schedules.spec import ScheduleSpec
 from engine.store.enums import RunStatus, TriggerType
@@ -240,3 +242,26 @@ def test_engine_rows_silent_for_the_keep_period_are_pruned(db: SAEngine) -> None
 
     assert done.engines == 2
     assert {row.id for row in store.list_engines()} == {"engine-orphan-holder", "engine-new"}
+
+
+def test_the_etags_of_a_removed_schedule_are_pruned(db: SAEngine) -> None:
+    clock = FakeClock()
+    store = Store(db, clock)
+    kept = store.add_schedule(mention_spec("kept")).id
+    gone = store.add_schedule(mention_spec("gone")).id
+    cache = SqlEtagCache(db)
+    url = "https://api.github.com/repos/acme/app/pulls?state=open#tok;shape=1"
+    keys = [
+        f"{url};scope=schedule:{kept}",
+        f"{url};scope=schedule:{kept}:issue-comments",
+        f"{url};scope=schedule:{gone}",
+        f"{url};scope=schedule:{gone}:diff-comments",
+        f"{url};scope=preview",
+    ]
+    for key in keys:
+        cache.put(key, CachedResponse('"e"', [], None, clock()))
+    store.remove_schedule("gone")
+
+    assert prune(store.in_transaction, RunRetention(), clock()).cache == 2
+
+    assert cache.keys() == sorted([keys[0], keys[1], keys[4]])

@@ -230,10 +230,12 @@ def test_li_db_prune_prunes_what_retention_allows(world: World, db_url: str) -> 
         "keys": 0,
         "removals": 0,
         "engines": 0,
+        "cache": 0,
     }
     again = CliRunner().invoke(app, ["db", "prune"], env=env, catch_exceptions=False)
     assert again.stdout.strip() == (
-        "pruned 0 run(s), 0 claim(s), 0 trigger key(s), 0 removal(s) and 0 engine row(s)"
+        "pruned 0 run(s), 0 claim(s), 0 trigger key(s), 0 removal(s), 0 engine row(s) "
+        "and 0 cache entr(ies)"
     )
 
 
