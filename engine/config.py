@@ -48,6 +48,7 @@ _EXPECTED = {
     "LI_GITHUB_TIMEOUT": "a non-negative number of seconds",
     "LI_RUNS_KEEP_DAYS": "a whole number of days, at least 1",
     "LI_RUNS_KEEP_PER_SCHEDULE": "a whole number, 0 or more",
+    "LI_TRIGGER_KEYS_KEEP_DAYS": "a whole number of days, at least 2",
 }
 
 
@@ -124,6 +125,11 @@ class Settings(BaseSettings):
     runs_keep_days: int = Field(30, ge=1, validation_alias=_env("LI_RUNS_KEEP_DAYS"))
     runs_keep_per_schedule: int = Field(
         1000, ge=0, validation_alias=_env("LI_RUNS_KEEP_PER_SCHEDULE")
+    )
+    # Trigger keys (engine.store.keyretention): an item created longer ago never fires
+    # again and its key is pruned. At least 2 days: keys go a day (clock skew) after it.
+    trigger_keys_keep_days: int = Field(
+        90, ge=2, validation_alias=_env("LI_TRIGGER_KEYS_KEEP_DAYS")
     )
     retention_interval_seconds: float = 3600.0
 

@@ -40,18 +40,21 @@ def db_current(
 def db_prune(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Prune old runs and poll claims now (the engine also does it hourly)."""
+    """Prune old runs, poll claims, trigger keys, schedule removals, engine rows and the
+    ETags of removed schedules now (the engine also does it hourly)."""
 
     def work() -> None:
         config = settings()
         store = open_store(config)
         policy = RunRetention(
-            keep_days=config.runs_keep_days, keep_per_schedule=config.runs_keep_per_schedule
+            keep_days=config.runs_keep_days,
+            keep_per_schedule=config.runs_keep_per_schedule,
+            keys_keep_days=config.trigger_keys_keep_days,
         )
         done = prune(store.in_transaction, policy, store.clock())
         if as_json:
             emit_json(done.to_json())
             return
-        typer.echo(f"pruned {done.runs} run(s) and {done.claims} claim(s)")
+        typer.echo(f"pruned {done.summary()}")
 
     guarded(work)

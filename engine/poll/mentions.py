@@ -235,7 +235,9 @@ class MentionsPass(Pass):
             context["verb"] = self.mentions.default_verb
         # The key names the head SHA; a pull opens once, whatever is pushed.
         opened = pr_opened_dedupe_key(self.config.repo, pr.number, "")
-        self.fire(self.pulls_leg, decision, pr.created_at, pr.number, context, opened)
+        self.fire(
+            self.pulls_leg, decision, pr.created_at, pr.number, context, opened, pr.created_at
+        )
 
     # -- the comment feeds: mention -------------------------------------------------------
 
@@ -313,7 +315,9 @@ class MentionsPass(Pass):
         )
         if decision.verb is not None:
             context["verb"] = decision.verb
-        self.fire(leg, decision, comment.updated_at, comment.pr_number, context)
+        self.fire(
+            leg, decision, comment.updated_at, comment.pr_number, context, None, comment.created_at
+        )
 
     # -- one accepted item ----------------------------------------------------------------
 
@@ -325,8 +329,10 @@ class MentionsPass(Pass):
         pr_number: int,
         context: dict[str, Any],
         once_per_prefix: str | None = None,
+        created_at: datetime | None = None,
     ) -> None:
-        """Hold, refuse or claim and launch one accepted item."""
+        """Hold, refuse or claim and launch one accepted item (``created_at``: when the
+        item was created, checked against the key horizon; see engine.store.keyretention)."""
         assert decision.dedupe_key is not None
         context = self.fire_context(context)
         event = PollEvent(pr_number=pr_number, at=at, context=context)
@@ -350,6 +356,7 @@ class MentionsPass(Pass):
                     status=RunStatus.REFUSED,
                     reason=exc.reason,
                     once_per_prefix=once_per_prefix,
+                    created_at=created_at,
                 )
             return
         if self.dry_run:
@@ -362,6 +369,7 @@ class MentionsPass(Pass):
             argv=argv,
             owner=self.owner,
             once_per_prefix=once_per_prefix,
+            created_at=created_at,
         )
         if claim is None:
             self.decide(event, "already_claimed")

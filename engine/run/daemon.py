@@ -353,15 +353,26 @@ class Engine:
     def run_once(self) -> list[ScheduleRun]:
         """Fire everything due now (polls included), wait for every launched command.
 
-        At most ``max_concurrent_actions`` commands run at once.
+        At most ``max_concurrent_actions`` commands run at once, and at most
+        ``poll_threads`` (``LI_POLL_THREADS``) poll passes, as in the daemon.
         """
         due = self.store.due_schedules(self.clock())
         results: list[ScheduleRun] = []
-        with FuturesPool(
-            max_workers=self.settings.max_concurrent_actions + 2,
-            thread_name_prefix="li-once",
-        ) as pool:
-            futures = [pool.submit(self.fire, item.id, None, item.trigger_type) for item in due]
+        with (
+            FuturesPool(
+                max_workers=self.settings.max_concurrent_actions + 2,
+                thread_name_prefix="li-once",
+            ) as pool,
+            FuturesPool(
+                max_workers=self.settings.poll_threads, thread_name_prefix="li-once-poll"
+            ) as polls,
+        ):
+            futures = [
+                (polls if item.trigger_type == TriggerType.GITHUB_POLL else pool).submit(
+                    self.fire, item.id, None, item.trigger_type
+                )
+                for item in due
+            ]
             wait(futures)
         for future in futures:
             run = future.result()
@@ -404,6 +415,7 @@ class Engine:
         policy = RunRetention(
             keep_days=self.settings.runs_keep_days,
             keep_per_schedule=self.settings.runs_keep_per_schedule,
+            keys_keep_days=self.settings.trigger_keys_keep_days,
         )
         try:
             with self._pruning:
@@ -413,8 +425,8 @@ class Engine:
         except Exception as exc:
             self._record_error("retention", exc)
             return None
-        if done.runs or done.claims:
-            log.info("retention pruned %d run(s) and %d claim(s)", done.runs, done.claims)
+        if done:
+            log.info("retention pruned %s", done.summary())
         return done
 
     @property

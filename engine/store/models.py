@@ -123,6 +123,8 @@ class ScheduleRemoval(Base):
 
     version: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     schedule_id: Mapped[int] = mapped_column(Integer)
+    # When it was removed: a removal every engine has long synced is pruned (issue 19).
+    removed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ScheduleRun(Base):
@@ -231,6 +233,9 @@ class PollState(Base):
     # Events whose run was lost or never launched, re-offered first on the next pass
     # (see engine.store.attempts): [{"run_id", "fire_id", "attempt", "context"}].
     retry_events: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # Retention of trigger keys (engine.store.keyretention): an item created before this
+    # never fires again, so its key may be pruned. Forward-only; None: none pruned yet.
+    trigger_keys_horizon: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -241,6 +246,7 @@ class TriggerKey(Base):
     __tablename__ = "trigger_keys"
     __table_args__ = (
         UniqueConstraint("schedule_id", "dedupe_key", name="uq_trigger_keys_schedule_key"),
+        Index("ix_trigger_keys_created", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)

@@ -311,6 +311,7 @@ class PollStore:
         status: RunStatus = RunStatus.RUNNING,
         reason: str | None = None,
         once_per_prefix: str | None = None,
+        created_at: datetime | None = None,
     ) -> Claim | None:
         """Claim one trigger event: its unique dedupe key + run row + link, one transaction.
 
@@ -319,7 +320,10 @@ class PollStore:
         that prefix is (a ``pr_opened`` re-offered at its boundary second after a push has
         a new head SHA, hence a new key, but is the same opening). ``status`` REFUSED
         records an event whose argv could not be rendered, once, so it is never offered
-        again.
+        again. Also None when the item was created (``created_at``) before the schedule's
+        key horizon: its key may have been pruned (engine.store.keyretention). The
+        horizon is read under the poll state's row lock, which the retention takes to
+        move it, so a prune and a claim never interleave.
         """
 
         def work(session: Session) -> Claim | None:
@@ -327,6 +331,10 @@ class PollStore:
             row = session.get(Schedule, ticket.schedule_id, with_for_update=True)
             if row is None:
                 raise NotFound(f"schedule {ticket.schedule_name} was removed", "schedule_not_found")
+            state = self._state(session, row.id, lock=True)
+            horizon = state.trigger_keys_horizon
+            if horizon is not None and (created_at is None or created_at < horizon):
+                return None
             if once_per_prefix is not None and session.scalar(
                 select(TriggerKey.id).where(
                     TriggerKey.schedule_id == row.id,
@@ -340,7 +348,6 @@ class PollStore:
             finished = status is not RunStatus.RUNNING
             run = _event_run(session, row, context, argv, status, reason, owner, now)
             key.run_id = run.id
-            state = self._state(session, row.id, lock=True)
             if not finished:
                 state.dispatched += 1
                 row.run_count += 1

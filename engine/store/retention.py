@@ -13,9 +13,11 @@ What is kept (docs/operations.md, "Retention"; docs/decisions.md):
   at or after the cursor, or one whose run is running or queued for another attempt, is
   never pruned: those are the claims the cursor still needs.
 
-Event decisions have their own bounds (engine.poll.decisions). Mention keys
-(``trigger_keys``) are not pruned: an edited old comment comes back in the feed, and its
-key is what keeps it from firing again.
+- **Trigger keys, schedule removals, engine rows, ETags of removed schedules**:
+  :mod:`engine.store.keyretention` (a key goes only after a forward-only horizon makes
+  its item unable to fire again).
+
+Event decisions have their own bounds (engine.poll.decisions).
 
 Each prune deletes in batches of :data:`BATCH` rows, one short transaction each, so an
 engine firing at the same time waits at most one batch.
@@ -34,6 +36,13 @@ from sqlalchemy.orm import Session
 from engine.errors import InvalidInput
 from engine.jsonable import as_json
 from engine.store.enums import RunStatus
+from engine.store.keyretention import (
+    DEFAULT_KEYS_KEEP_DAYS,
+    prune_cache,
+    prune_engines,
+    prune_keys,
+    prune_removals,
+)
 from engine.store.models import PollClaim, PollState, ScheduleRun, TriggerKey
 
 DEFAULT_KEEP_DAYS = 30
@@ -47,12 +56,14 @@ class RunRetention:
 
     keep_days: int = DEFAULT_KEEP_DAYS
     keep_per_schedule: int = DEFAULT_KEEP_PER_SCHEDULE
+    keys_keep_days: int = DEFAULT_KEYS_KEEP_DAYS
 
     def __post_init__(self) -> None:
-        if self.keep_days < 1 or self.keep_per_schedule < 0:
+        if self.keep_days < 1 or self.keep_per_schedule < 0 or self.keys_keep_days < 1:
             raise InvalidInput(
-                f"retention needs keep_days >= 1 and keep_per_schedule >= 0, got "
-                f"{self.keep_days} and {self.keep_per_schedule}",
+                f"retention needs keep_days >= 1, keep_per_schedule >= 0 and "
+                f"keys_keep_days >= 1, got {self.keep_days}, {self.keep_per_schedule} and "
+                f"{self.keys_keep_days}",
                 "invalid_retention",
             )
 
@@ -63,6 +74,20 @@ class Pruned:
 
     runs: int = 0
     claims: int = 0
+    keys: int = 0
+    removals: int = 0
+    engines: int = 0
+    cache: int = 0
+
+    def __bool__(self) -> bool:
+        return any(self.to_json().values())
+
+    def summary(self) -> str:
+        return (
+            f"{self.runs} run(s), {self.claims} claim(s), {self.keys} trigger key(s), "
+            f"{self.removals} removal(s), {self.engines} engine row(s) and {self.cache} "
+            f"cache entr(ies)"
+        )
 
     def to_json(self) -> dict[str, int]:
         return as_json(self)
@@ -72,15 +97,22 @@ Transaction = Callable[[Callable[[Session], int]], int]
 
 
 def prune(in_transaction: Transaction, policy: RunRetention, now: datetime) -> Pruned:
-    """Prune claims first (so their runs become free), then runs; batch by batch."""
+    """Prune trigger keys and claims first (so their runs become free), then runs, then
+    schedule removals; batch by batch."""
     cutoff = now - timedelta(days=policy.keep_days)
+    keys = prune_keys(in_transaction, policy.keys_keep_days, now)
     claims = _drain(in_transaction, lambda session: _prune_claims(session, cutoff))
     runs = 0
     for name in _schedule_names(in_transaction):
         runs += _drain(
             in_transaction, partial(_prune_runs, name=name, cutoff=cutoff, policy=policy)
         )
-    return Pruned(runs=runs, claims=claims)
+    removals = prune_removals(in_transaction, policy.keep_days, now)
+    engines = prune_engines(in_transaction, policy.keep_days, now)
+    cache = prune_cache(in_transaction)
+    return Pruned(
+        runs=runs, claims=claims, keys=keys, removals=removals, engines=engines, cache=cache
+    )
 
 
 def _drain(in_transaction: Transaction, batch: Callable[[Session], int]) -> int:

@@ -224,9 +224,19 @@ def test_li_db_prune_prunes_what_retention_allows(world: World, db_url: str) -> 
     env = {"LI_DATABASE_URL": db_url, "LI_RUNS_KEEP_PER_SCHEDULE": "2"}
     result = CliRunner().invoke(app, ["db", "prune", "--json"], env=env, catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout) == {"runs": 3, "claims": 0}
+    assert json.loads(result.stdout) == {
+        "runs": 3,
+        "claims": 0,
+        "keys": 0,
+        "removals": 0,
+        "engines": 0,
+        "cache": 0,
+    }
     again = CliRunner().invoke(app, ["db", "prune"], env=env, catch_exceptions=False)
-    assert again.stdout.strip() == "pruned 0 run(s) and 0 claim(s)"
+    assert again.stdout.strip() == (
+        "pruned 0 run(s), 0 claim(s), 0 trigger key(s), 0 removal(s), 0 engine row(s) "
+        "and 0 cache entr(ies)"
+    )
 
 
 def test_the_engine_prunes_in_the_background(db: SAEngine, db_url: str) -> None:

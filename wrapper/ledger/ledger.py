@@ -10,6 +10,8 @@ Layout under ``reviews_dir`` (every directory created mode 0700, every file 0600
         legs.window.json                the last ~25 h of legs.jsonl (wrapper.ledger.legwindow)
         prs.index.json                  a summary of each pr-N/ (wrapper.ledger.prindex)
         posted-comments.jsonl           one line per comment kdev posted: {id, pr, purpose, ...}
+        .legs.jsonl.pruned              when legs.jsonl was last compacted (wrapper.ledger.logprune)
+        .posted-comments.jsonl.pruned   the same for posted-comments.jsonl
         .legs.lock                      serialises the leg log (see Ledger.legs_lock)
         .slots/slot-<i>.lock            concurrency slots, i in range(cap)
         pr-<N>/

@@ -1,5 +1,6 @@
 """The leg log: ``legs.jsonl``, one line per reviewer leg *started*, and its budget
-window ``legs.window.json`` (:mod:`wrapper.ledger.legwindow`), both under ``.legs.lock``."""
+window ``legs.window.json`` (:mod:`wrapper.ledger.legwindow`), both under ``.legs.lock``.
+Legs older than 7 days are pruned (:mod:`wrapper.ledger.logprune`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from datetime import datetime
 from pathlib import Path
 
 from wrapper.errors import LedgerError
-from wrapper.ledger import jsonl, legwindow
+from wrapper.ledger import jsonl, legwindow, logprune
 from wrapper.ledger.codec import leg_from_json, leg_to_json
 from wrapper.ledger.files import log
 from wrapper.ledger.legwindow import LogStamp, Window
 from wrapper.ledger.locks import LedgerLocks
+from wrapper.ledger.logprune import Compacted
 from wrapper.ledger.records import LEGS_FILE, LegRecord, check_pr, check_sha
 
 
@@ -30,6 +32,34 @@ class LegLog(LedgerLocks):
         with self.legs_lock(repo):
             before, after = jsonl.append_line(path, line)
             self._window_after_append(repo, before, after, leg_from_json(line))
+            if logprune.due(path, after.st_size, self.clock()):
+                try:
+                    logprune.report(self.prune_legs(repo))
+                except LedgerError as exc:  # the leg is recorded; the prune waits
+                    log.warning("cannot prune %s: %s", path, exc)
+
+    def prune_legs(self, repo: str) -> Compacted:
+        """Drops the legs older than ``logprune.LEGS_KEEP`` from legs.jsonl (temp file +
+        rename, under the leg-log lock) and rebuilds the budget window for the new log."""
+        directory = self.repo_dir(repo)
+        path = directory / LEGS_FILE
+        now = self.clock()
+        kept: list[LegRecord] = []
+
+        def keep(lines: list[str]) -> list[str]:
+            chosen, legs = logprune.kept_legs(lines, now)
+            kept.extend(legs)
+            return chosen
+
+        with self.legs_lock(repo):
+            done = logprune.compact(path, keep, self.atomic_write)
+            if done.dropped:
+                stamp = legwindow.stamp_of(path)
+                if stamp is not None:
+                    self._save_window(directory, legwindow.build(stamp, kept, now))
+            if done.kept or done.dropped:
+                logprune.mark(path, now, self.atomic_write)
+        return done
 
     def _window_after_append(
         self, repo: str, before: os.stat_result, after: os.stat_result, leg: LegRecord

@@ -1,15 +1,19 @@
 """``posted-comments.jsonl``: the id of every comment kdev posted, so a comment of kdev's
-fired back at it is ``skipped_self_comment`` (recorded by :mod:`wrapper.post`)."""
+fired back at it is ``skipped_self_comment`` (recorded by :mod:`wrapper.post`). The
+records of a pull request kdev has not posted on for 365 days are pruned
+(:mod:`wrapper.ledger.logprune`)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
+from pathlib import Path
 from typing import Any
 
 from wrapper.errors import LedgerError
-from wrapper.ledger import jsonl
+from wrapper.ledger import jsonl, logprune
 from wrapper.ledger.files import LedgerFiles, log
+from wrapper.ledger.logprune import Compacted
 from wrapper.ledger.records import POSTED_COMMENTS_FILE, check_pr, format_timestamp
 
 
@@ -33,8 +37,31 @@ class PostedComments(LedgerFiles):
         )
         directory = self.repo_dir(repo)
         self.ensure_dir(directory)
+        path = directory / POSTED_COMMENTS_FILE
         with self.flock(directory / ".posted.lock", fcntl.LOCK_EX):
-            jsonl.append_line(directory / POSTED_COMMENTS_FILE, line)
+            _before, after = jsonl.append_line(path, line)
+            if logprune.due(path, after.st_size, self.clock()):
+                try:
+                    logprune.report(self._prune_posted(path))
+                except LedgerError as exc:  # the comment is recorded; the prune waits
+                    log.warning("cannot prune %s: %s", path, exc)
+
+    def prune_posted(self, repo: str) -> Compacted:
+        """Drops the records of pull requests kdev has not posted on for
+        ``logprune.POSTED_KEEP`` (temp file + rename, under the posted-comments lock)."""
+        directory = self.repo_dir(repo)
+        self.ensure_dir(directory)
+        with self.flock(directory / ".posted.lock", fcntl.LOCK_EX):
+            return self._prune_posted(directory / POSTED_COMMENTS_FILE)
+
+    def _prune_posted(self, path: Path) -> Compacted:
+        now = self.clock()
+        done = logprune.compact(
+            path, lambda lines: logprune.kept_posted(lines, now), self.atomic_write
+        )
+        if done.kept or done.dropped:
+            logprune.mark(path, now, self.atomic_write)
+        return done
 
     def posted_comment_ids(self, repo: str) -> frozenset[int]:
         """The ids of every comment kdev recorded posting on ``repo`` (unparsable lines,

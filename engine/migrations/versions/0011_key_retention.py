@@ -1,0 +1,61 @@
+"""retention of trigger keys and schedule removals
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-12-01 04:00:00.000000
+
+- ``poll_states.trigger_keys_horizon`` (issue 19): the retention's forward-only horizon
+  of a schedule's trigger keys. An item (a comment, a pull request) created before it is
+  never fired again, so a key of such an item may be pruned (engine.store.keyretention).
+  NULL (every existing schedule): nothing pruned yet, every item may fire.
+- ``trigger_keys.created_at`` gets an index: the retention selects keys by age.
+- ``schedule_removals.removed_at``: when the schedule was removed, so a removal every
+  engine has long synced can be pruned. Existing rows are stamped with the upgrade time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from alembic import op
+
+import engine.store.models  # noqa: F401
+
+revision: str = "0011"
+down_revision: str | None = "0010"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("poll_states", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("trigger_keys_horizon", sa.DateTime(timezone=True), nullable=True)
+        )
+    with op.batch_alter_table("trigger_keys", schema=None) as batch_op:
+        batch_op.create_index("ix_trigger_keys_created", ["created_at"], unique=False)
+    with op.batch_alter_table("schedule_removals", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("removed_at", sa.DateTime(timezone=True), nullable=True))
+    now = datetime.now(UTC)
+    if op.get_bind().dialect.name == "sqlite":
+        now = now.replace(tzinfo=None)  # engine.store.models.UTCDateTime stores naive UTC
+    op.execute(
+        sa.text("UPDATE schedule_removals SET removed_at = :now").bindparams(
+            sa.bindparam("now", now, type_=sa.DateTime(timezone=True))
+        )
+    )
+    with op.batch_alter_table("schedule_removals", schema=None) as batch_op:
+        batch_op.alter_column(
+            "removed_at", existing_type=sa.DateTime(timezone=True), nullable=False
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("schedule_removals", schema=None) as batch_op:
+        batch_op.drop_column("removed_at")
+    with op.batch_alter_table("trigger_keys", schema=None) as batch_op:
+        batch_op.drop_index("ix_trigger_keys_created")
+    with op.batch_alter_table("poll_states", schema=None) as batch_op:
+        batch_op.drop_column("trigger_keys_horizon")
