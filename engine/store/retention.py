@@ -37,7 +37,9 @@ from engine.errors import InvalidInput
 from engine.jsonable import as_json
 from engine.store.enums import RunStatus
 from engine.store.keyretention import (
+    BATCH,
     DEFAULT_KEYS_KEEP_DAYS,
+    drain,
     prune_cache,
     prune_engines,
     prune_keys,
@@ -47,7 +49,6 @@ from engine.store.models import PollClaim, PollState, ScheduleRun, TriggerKey
 
 DEFAULT_KEEP_DAYS = 30
 DEFAULT_KEEP_PER_SCHEDULE = 1000
-BATCH = 2000
 
 
 @dataclass(frozen=True)
@@ -101,27 +102,16 @@ def prune(in_transaction: Transaction, policy: RunRetention, now: datetime) -> P
     schedule removals; batch by batch."""
     cutoff = now - timedelta(days=policy.keep_days)
     keys = prune_keys(in_transaction, policy.keys_keep_days, now)
-    claims = _drain(in_transaction, lambda session: _prune_claims(session, cutoff))
+    claims = drain(in_transaction, lambda session: _prune_claims(session, cutoff))
     runs = 0
     for name in _schedule_names(in_transaction):
-        runs += _drain(
-            in_transaction, partial(_prune_runs, name=name, cutoff=cutoff, policy=policy)
-        )
+        runs += drain(in_transaction, partial(_prune_runs, name=name, cutoff=cutoff, policy=policy))
     removals = prune_removals(in_transaction, policy.keep_days, now)
     engines = prune_engines(in_transaction, policy.keep_days, now)
     cache = prune_cache(in_transaction)
     return Pruned(
         runs=runs, claims=claims, keys=keys, removals=removals, engines=engines, cache=cache
     )
-
-
-def _drain(in_transaction: Transaction, batch: Callable[[Session], int]) -> int:
-    total = 0
-    while True:
-        deleted = in_transaction(batch)
-        total += deleted
-        if deleted < BATCH:
-            return total
 
 
 def _schedule_names(in_transaction: Transaction) -> list[str]:
