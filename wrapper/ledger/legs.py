@@ -32,11 +32,7 @@ class LegLog(LedgerLocks):
         with self.legs_lock(repo):
             before, after = jsonl.append_line(path, line)
             self._window_after_append(repo, before, after, leg_from_json(line))
-            if logprune.due(path, after.st_size, self.clock()):
-                try:
-                    logprune.report(self.prune_legs(repo))
-                except LedgerError as exc:  # the leg is recorded; the prune waits
-                    log.warning("cannot prune %s: %s", path, exc)
+            logprune.after_append(path, after.st_size, self.clock(), lambda: self.prune_legs(repo))
 
     def prune_legs(self, repo: str) -> Compacted:
         """Drops the legs older than ``logprune.LEGS_KEEP`` from legs.jsonl (temp file +

@@ -158,3 +158,15 @@ def mark(log_path: Path, now: datetime, write: Write) -> None:
 def report(done: Compacted) -> None:
     if done.dropped:
         log.info("pruned %d line(s) of %s, kept %d", done.dropped, done.log, done.kept)
+
+
+def after_append(log_path: Path, size: int, now: datetime, prune: Callable[[], Compacted]) -> None:
+    """Compact the log an append just left at ``size`` bytes when it is :func:`due`, under
+    the caller's lock; a failed compaction is a warning, never the append's failure (the
+    line is already recorded, the prune waits for the next append)."""
+    if not due(log_path, size, now):
+        return
+    try:
+        report(prune())
+    except LedgerError as exc:
+        log.warning("cannot prune %s: %s", log_path, exc)

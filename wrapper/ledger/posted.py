@@ -40,11 +40,9 @@ class PostedComments(LedgerFiles):
         path = directory / POSTED_COMMENTS_FILE
         with self.flock(directory / ".posted.lock", fcntl.LOCK_EX):
             _before, after = jsonl.append_line(path, line)
-            if logprune.due(path, after.st_size, self.clock()):
-                try:
-                    logprune.report(self._prune_posted(path))
-                except LedgerError as exc:  # the comment is recorded; the prune waits
-                    log.warning("cannot prune %s: %s", path, exc)
+            logprune.after_append(
+                path, after.st_size, self.clock(), lambda: self._prune_posted(path)
+            )
 
     def prune_posted(self, repo: str) -> Compacted:
         """Drops the records of pull requests kdev has not posted on for
