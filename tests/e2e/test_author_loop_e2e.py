@@ -147,6 +147,18 @@ def check_the_invalid_finding(bench: Bench, env: dict[str, str], pr: int) -> Non
     }
 
 
+def own_findings(sim: GitHubSim, pr: int) -> dict[str, int]:
+    """kdev's posted roster findings that were not withdrawn: a word of their text -> id."""
+    texts = ("the loop in app.py never ends", "the name card is vague")
+    found = {}
+    for comment in sim.comments(REPO):
+        text = next((t for t in texts if t in comment.body), None)
+        if comment.pull_number == pr and text and signed_by(comment.body):
+            found[text] = comment.id
+    assert set(found) == set(texts)
+    return found
+
+
 def test_the_loop_reaches_stop_clean_and_closes_every_thread(tmp_path: Path) -> None:
     with open_bench(tmp_path, BASE_FILES) as bench:
         sim = bench.sim
@@ -186,6 +198,13 @@ def test_the_loop_reaches_stop_clean_and_closes_every_thread(tmp_path: Path) -> 
             for d in kdev(bench, env, "triage", "--pr", n)["decisions"]
         }
         assert decided[finding.id] == "fix" and decided[nit.id] == "reject"
+        # kdev's own roster findings join the loop (D63): the VALID P2 is to be fixed, the
+        # P3 rejected; the two the validator withdrew are closed by their withdrawal.
+        own = own_findings(sim, pr)
+        assert {own[text]: decided.get(own[text]) for text in own} == {
+            own["the loop in app.py never ends"]: "fix",
+            own["the name card is vague"]: "reject",
+        }
         assert state(bench, env, pr) == "continue"
 
         # Round 2: the author fixes the division; Bugbot now asks to undo a line of it.
@@ -225,6 +244,8 @@ def test_the_loop_reaches_stop_clean_and_closes_every_thread(tmp_path: Path) -> 
         # its thread resolved, and hidden; a second run does nothing.
         closed = kdev(bench, env, "close-out", "--pr", n)["closed"]
         assert {c["comment_id"] for c in closed} >= {finding.id, nit.id, reversal.id}
+        assert {c["comment_id"] for c in closed} >= set(own.values())
+        assert all(sim.minimized(REPO, ident) for ident in own.values())
         replied_to = {c.in_reply_to_id for c in sim.comments(REPO)}
         for comment in bot_comments(sim, pr):
             assert sim.minimized(REPO, comment.id), comment.body
@@ -241,5 +262,5 @@ def test_the_loop_reaches_stop_clean_and_closes_every_thread(tmp_path: Path) -> 
         assert all(sim.thread_resolved(REPO, c.id) and c.id in replied_to for c in roots)
         assert all(c["done_now"] == [] for c in kdev(bench, env, "close-out", "--pr", n)["closed"])
         summary = kdev(bench, env, "pr-status", "--pr", n)
-        assert summary["dispositions"]["fixed"] == 1
+        assert summary["dispositions"]["fixed"] == 2  # Bugbot's finding and kdev's own P2
         assert summary["dispositions"]["wont_fix"] == 1  # the reversal, rejected by hand

@@ -4,6 +4,10 @@ Each open piece of feedback (wrapper.authorloop.feedback) gets one of ``fix``,
 ``reject`` (with a reason) or ``escalate`` (the owner decides; a notice is sent once).
 Rules decide first (:func:`rule_decision`, pure), in this order:
 
+0. kdev's own roster finding (wrapper.authorloop.own_findings): one the independent
+   validator was UNCERTAIN of -> ``escalate``; otherwise by its reviewer's priority,
+   ``P1``/``P2`` -> ``fix`` and ``P3`` -> ``reject`` (one it found INVALID was withdrawn
+   on its thread and never comes here);
 1. a comment by a person (source ``human``) -> ``escalate``: kdev does not overrule a
    person;
 2. a review summary without findings of its own -> ``reject`` ("a summary, no finding");
@@ -62,6 +66,8 @@ class Decision:
 
 def rule_decision(item: Feedback) -> tuple[str, str]:
     """``(decision, reason)`` for ``item`` by the rules of the module doc. Pure."""
+    if item.own_finding:
+        return _own_rule(item)
     if item.source is Source.HUMAN:
         return "escalate", "a person's comment: the owner decides"
     if item.basis is Basis.SUMMARY:
@@ -71,10 +77,21 @@ def rule_decision(item: Feedback) -> tuple[str, str]:
     return "reject", "P3: optional, outside this loop"
 
 
+def _own_rule(item: Feedback) -> tuple[str, str]:
+    """kdev's own roster finding: the validator's answer, then its priority."""
+    who = f"{item.agent or 'a roster reviewer'}'s {item.priority.value} finding"
+    if item.validation == "UNCERTAIN":
+        return "escalate", f"{who}: the independent validator was unsure, the owner decides"
+    if item.priority in (Priority.P1, Priority.P2):
+        checked = ", found VALID by the independent validator" if item.validation else ""
+        return "fix", f"{who}{checked}"
+    return "reject", "P3: optional, outside this loop"
+
+
 def rule_settles(item: Feedback) -> bool:
     """Whether the rules decide ``item`` firmly; False: a bot's comment whose priority
     is only the keyword fallback's guess, left to a triage reviewer when there is one."""
-    return item.source is Source.HUMAN or item.basis is not Basis.HEURISTIC
+    return item.own_finding or item.source is Source.HUMAN or item.basis is not Basis.HEURISTIC
 
 
 def parse_manual(texts: Iterable[str]) -> dict[int, tuple[str, str]]:

@@ -42,6 +42,10 @@ class Feedback:
     basis: Basis = Basis.HEURISTIC  # what decided the priority
     marker: str | None = None  # the deciding marker (or keyword), if any
     agent: str | None = None  # the kdev-agent signature ending the body, if any
+    # kdev's own roster finding (by its recorded comment id, never by the signature, which
+    # anyone can type): its validator answer, if any (wrapper.authorloop.own_findings).
+    own_finding: bool = False
+    validation: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +64,8 @@ class Feedback:
             "resolved": self.resolved,
             "replies": self.replies,
             "agent": self.agent,
+            "own_finding": self.own_finding,
+            "validation": self.validation,
             "created_at": self.created_at,
             "body": self.body,
         }

@@ -1,5 +1,6 @@
 """One ``kdev triage`` pass with its I/O: read the open feedback (not a resolved thread,
-not the PR author's own, not a comment kdev posted) and the head, ask the triage
+not the PR author's own, not a comment kdev posted unless it is one of kdev's own roster
+findings, wrapper.authorloop.own_findings) and the head, ask the triage
 reviewer about what the rules leave undecided (wrapper.authorloop.triage_leg, when
 configured), decide (wrapper.authorloop.decisions), store, and notify the owner of new
 escalations once."""
@@ -19,6 +20,7 @@ from wrapper.authorloop.decisions import (
     write_decisions,
 )
 from wrapper.authorloop.feedback import collect_feedback
+from wrapper.authorloop.own_findings import as_own, own_findings
 from wrapper.authorloop.triage_leg import TRIAGE_REVIEWER_FAILED, ask_triage_reviewer, backend_of
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError
@@ -52,10 +54,13 @@ def run_triage(
     ``triage_reviewer_failed``, raised after the other decisions are stored."""
     pull = get_pull(github, repo, pr)
     mine = ledger.posted_comment_ids(repo)
+    own = own_findings(ledger, repo, pr)
     items = [
-        item
+        as_own(item, own[item.id]) if item.id in own else item
         for item in collect_feedback(github, repo, pr).items
-        if item.resolved is not True and item.user != pull.user_login and item.id not in mine
+        if item.resolved is not True
+        and item.user != pull.user_login
+        and (item.id not in mine or item.id in own)
     ]
     known = read_decisions(ledger, repo, pr)
     backend = backend_of(config)

@@ -155,6 +155,7 @@ def _post_one(target: PostTarget, finding: Finding) -> dict[str, Any]:
         "id": created["id"],
         "node_id": node if isinstance(node, str) else None,
         "anchored": anchored[-1],
+        "validation": finding.validation,
     }
 
 
@@ -277,9 +278,14 @@ def round_record(ledger: Ledger, repo: str, pr: int, patch_id: str) -> FindingsR
 def newest_round(ledger: Ledger, repo: str, pr: int) -> FindingsRound | None:
     """The most recently posted round's record of ``repo`` #``pr``, or None. A record
     that does not parse is KdevError ``invalid_record`` (never read as clean)."""
+    return max(all_rounds(ledger, repo, pr), key=lambda r: r.posted_at, default=None)
+
+
+def all_rounds(ledger: Ledger, repo: str, pr: int) -> list[FindingsRound]:
+    """Every findings record of ``repo`` #``pr`` (KdevError ``invalid_record`` when one
+    does not parse)."""
     directory = ledger.pr_dir(repo, pr)
-    rounds = [_load(path) for path in sorted(directory.glob(f"{FINDINGS_PREFIX}*.json"))]
-    return max(rounds, key=lambda r: r.posted_at, default=None)
+    return [_load(path) for path in sorted(directory.glob(f"{FINDINGS_PREFIX}*.json"))]
 
 
 def _load(path: Path) -> FindingsRound:
