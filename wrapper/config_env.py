@@ -55,6 +55,7 @@ VARIABLES: dict[str, tuple[str, int, int | None]] = {
     "LI_POLL_THREADS": ("whole", 1, MAX_CONCURRENT_REQUESTS),
     "LI_RUNS_KEEP_DAYS": ("whole", 1, None),
     "LI_RUNS_KEEP_PER_SCHEDULE": ("whole", 0, None),
+    "LI_TRIGGER_KEYS_KEEP_DAYS": ("whole", 2, None),
 }
 # Settings' field names, which pydantic-settings also reads as variables (populate_by_name).
 FIELD_NAMES = frozenset(
@@ -75,6 +76,7 @@ FIELD_NAMES = frozenset(
         "poll_threads_setting",
         "runs_keep_days",
         "runs_keep_per_schedule",
+        "trigger_keys_keep_days",
         "retention_interval_seconds",
     }
 )

@@ -342,7 +342,7 @@ def github_client(
 ) -> GitHubClient:
     """The client a process uses: the settings' timeout and its token's shared pacer at
     ``LI_GITHUB_RATE`` requests a minute; ``record_rates=False`` for a process that
-    exports no metrics (kdev)."""
+    exports no metrics (a caller outside the engine)."""
     identity = token_identity(settings.github_token)
     return GitHubClient(
         settings,

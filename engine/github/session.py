@@ -137,7 +137,7 @@ class _Pages:
 
 def _record_rate(identity: str, headers: Mapping[str, str]) -> None:
     """The engine's rate-limit gauges (engine.run.metrics), imported on first use: a
-    process that keeps no metrics (kdev: ``record_rates=False``) never loads
+    process that keeps no metrics (``record_rates=False``) never loads
     prometheus_client (issue 19)."""
     from engine.run.metrics import record_rate
 

@@ -328,8 +328,8 @@ EtagSink = Callable[[str, CachedResponse], None]
 
 class GitHubSettings(Protocol):
     """What the client reads of its settings: ``engine.config.Settings`` has these, and
-    so does the wrapper's lighter reader of the same variables (wrapper.config_env), which
-    keeps pydantic-settings off kdev's fast path (issue 19)."""
+    so may a caller's lighter reader of the same variables, one that keeps
+    pydantic-settings off a short-lived process's start (issue 19)."""
 
     @property
     def github_api_url(self) -> str: ...

@@ -1,6 +1,5 @@
 """Retention of trigger keys and schedule removals (issue 19); see docs/operations.md,
-"Retention", and docs/decisions.md, "Retention for trigger keys, removals and kdev's
-ledger logs".
+"Retention", and docs/decisions.md D62.
 
 **Trigger keys** (``trigger_keys``: ``mention:{repo}:{pr}:{comment}``,
 ``pr_opened:{repo}:{pr}:``). A key is what keeps an item from firing twice. Watermarks

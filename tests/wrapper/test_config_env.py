@@ -60,7 +60,7 @@ def test_a_pipeline_environment_is_read_without_pydantic_settings() -> None:
     reader answers, and with Settings' values."""
     environ = {
         "PATH": "/usr/bin",
-        "HOME": "/home/li",
+        "HOME": "/tmp/li-home",
         "LI_DATABASE_URL": "sqlite:////var/lib/li/li.db",
         "LI_COMMAND_ALLOWLIST": "kdev, git",
         "LI_ENV_PASSTHROUGH": "GITHUB_API_URL,GITHUB_TOKEN,KDEV_CONFIG",
