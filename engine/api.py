@@ -110,14 +110,31 @@ class PrRun:
 
 
 @dataclass(frozen=True)
+class QueuedAttempt:
+    """An event of the pull request waiting for its next attempt: its run was lost or
+    handed back, and the schedule's next pass fires it again, not before ``not_before``
+    when it was lost with its engine repeatedly (docs/decisions.md D58)."""
+
+    schedule: str
+    fire_id: int
+    attempt: int  # the attempt that comes next
+    head_sha: str | None
+    not_before: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return as_json(self)
+
+
+@dataclass(frozen=True)
 class PrHistory:
     """Everything li knows of one pull request: the github_poll schedules watching its
     repository, their decisions for it and the runs they fired for it (oldest decision
-    first; runs newest first, per schedule)."""
+    first; runs newest first, per schedule), and its events queued for another attempt."""
 
     schedules: tuple[PollSchedule, ...]
     decisions: tuple[Decision, ...]
     runs: tuple[PrRun, ...]
+    queued: tuple[QueuedAttempt, ...] = ()
 
 
 class LiReader:
@@ -158,14 +175,22 @@ class LiReader:
         """The schedules watching ``repo`` (any case) and their decisions and runs for
         ``pr``, at most ``limit`` of each per schedule."""
         from engine.poll.decisions import list_decisions, list_pr_runs
+        from engine.store.pollstore import PollStore
 
-        watching = [s for s in self.poll_schedules() if s.repo.lower() == repo.lower()]
+        polls = PollStore(self._store)
+        watching: list[PollSchedule] = []
         decisions: list[Decision] = []
         runs: list[PrRun] = []
-        for schedule in watching:
-            decisions += list_decisions(self._store, schedule.name, pr=pr, limit=limit)
-            runs += [_run(run) for run in list_pr_runs(self._store, schedule.name, pr, limit=limit)]
-        return PrHistory(tuple(watching), tuple(decisions), tuple(runs))
+        queued: list[QueuedAttempt] = []
+        for ident, name, config in polls.github_schedules():
+            schedule = _poll_schedule(name, config)
+            if schedule.repo.lower() != repo.lower():
+                continue
+            watching.append(schedule)
+            decisions += list_decisions(self._store, name, pr=pr, limit=limit)
+            runs += [_run(run) for run in list_pr_runs(self._store, name, pr, limit=limit)]
+            queued += _queued(name, polls.get_state(ident).retry_events or [], pr)
+        return PrHistory(tuple(watching), tuple(decisions), tuple(runs), tuple(queued))
 
 
 def open_readonly(
@@ -221,6 +246,29 @@ def _health_row(item: ScheduleHealth) -> ScheduleHealthRow:
         last_healthy_poll_at=facts.last_healthy_poll_at,
         last_error_reason=facts.last_error_reason,
     )
+
+
+def _queued(schedule: str, entries: Sequence[Any], pr: int) -> list[QueuedAttempt]:
+    """The schedule's retry queue entries (engine.store.attempts) of pull request ``pr``."""
+    from datetime import UTC
+
+    found = []
+    for entry in entries:
+        context = entry.get("context") if isinstance(entry, Mapping) else None
+        if not isinstance(context, Mapping) or context.get("pr_number") != pr:
+            continue
+        not_before = entry.get("not_before")
+        head = context.get("head_sha")
+        found.append(
+            QueuedAttempt(
+                schedule=schedule,
+                fire_id=int(entry["fire_id"]),
+                attempt=int(entry.get("attempt", 1)) + 1,
+                head_sha=str(head) if head else None,
+                not_before=(datetime.fromtimestamp(float(not_before), UTC) if not_before else None),
+            )
+        )
+    return found
 
 
 def _run(run: ScheduleRun) -> PrRun:

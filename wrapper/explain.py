@@ -27,6 +27,7 @@ from engine.api import (
     PollSchedule,
     PrHistory,
     PrRun,
+    QueuedAttempt,
     ScheduleHealthRow,
 )
 from engine.errors import LiError
@@ -97,6 +98,7 @@ class EngineSide:
     schedules: Sequence[PollSchedule] = ()
     decisions: Sequence[Decision] = ()
     runs: Sequence[PrRun] = ()
+    queued: Sequence[QueuedAttempt] = ()
 
 
 def read_engine(reader: EngineReader | None, repo: str, pr: int, problems: list[str]) -> EngineSide:
@@ -108,7 +110,7 @@ def read_engine(reader: EngineReader | None, repo: str, pr: int, problems: list[
     except LiError as exc:
         problems.append(f"li: {exc.message} [{exc.reason}]")
         return EngineSide()
-    return EngineSide(found.schedules, found.decisions, found.runs)
+    return EngineSide(found.schedules, found.decisions, found.runs, found.queued)
 
 
 def mention_handle(schedules: Sequence[PollSchedule]) -> str | None:
@@ -143,6 +145,7 @@ def explain(
         "schedules": [s.name for s in side.schedules],
         "decisions": [d.to_json() for d in side.decisions],
         "runs": [r.to_json() for r in side.runs],
+        "queued": [q.to_json() for q in side.queued],
     }
     result.outcomes = [e.to_json() for e in entries]
     result.timeline = build_timeline(side, entries, rows, now)
@@ -170,6 +173,8 @@ def build_timeline(
         timeline.append(
             Line(_second(r.started_at), f"engine {r.schedule}", f"run {r.id} {r.status}{reason}")
         )
+    for q in side.queued:
+        timeline.append(Line(_second(q.not_before), f"engine {q.schedule}", _queued_text(q)))
     for e in entries:
         extra = f" {e.verdict}" if e.verdict else ""
         detail = f" ({e.detail})" if e.detail else ""
@@ -313,10 +318,21 @@ def _decision_line(label: str, decision: Decision, side: EngineSide, how: str) -
         )
     run = next((r for r in side.runs if r.id == decision.run_id), None)
     status = f" ({run.status}{', ' + run.reason if run.reason else ''})" if run else ""
+    queued = next(
+        (q for q in side.queued if q.schedule == name and q.head_sha == decision.head_sha), None
+    )
+    if queued is not None:
+        return "queued", f"{label}: fired as run {decision.run_id}{status}; {_queued_text(queued)}"
     return (
         kind,
         f"{label}: fired as run {decision.run_id}{status}; kdev recorded no outcome yet",
     )
+
+
+def _queued_text(queued: QueuedAttempt) -> str:
+    """A queued attempt as the timeline and the verdict line say it."""
+    when = f" not before {minute_utc(queued.not_before)}" if queued.not_before else ""
+    return f"queued for attempt {queued.attempt} of fire {queued.fire_id}{when}"
 
 
 def render(result: Explanation) -> list[str]:

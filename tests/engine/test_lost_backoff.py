@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine as SAEngine
 
+from engine.api import open_readonly
 from engine.poll.config import validate_poll_config
 from engine.schedules.spec import ScheduleSpec
 from engine.store.attempts import (
@@ -87,3 +88,31 @@ def test_ten_engine_losses_in_a_row_still_deliver_the_event(db: SAEngine) -> Non
         run_id = claim.run_id
     assert len(waited) == 10 - IMMEDIATE_LOST_ATTEMPTS + 1
     assert store.get_run(run_id).status == RunStatus.RUNNING.value
+
+
+def test_a_queued_attempt_and_its_wait_are_on_the_pull_requests_fate_trail(
+    db: SAEngine, db_url: str
+) -> None:
+    # An event waiting out its backoff is no silent gap: li's read API (what `kdev
+    # explain` reads) names the attempt that comes next and when it may fire.
+    clock = Clock()
+    store = Store(db, clock=clock)
+    polls = PollStore(store)
+    sid = store.add_schedule(_spec()).id
+    run_id = _claim(store, sid, "engine-1").run_id
+    for loss in range(1, IMMEDIATE_LOST_ATTEMPTS + 1):
+        store.mark_started(run_id, 4242)
+        store.recover_orphans({"engine-other"})
+        if loss < IMMEDIATE_LOST_ATTEMPTS:
+            ticket = polls.claim_poll(sid, "engine-2", manual=True)
+            assert ticket is not None
+            [claim] = polls.claim_retries(ticket, "engine-2")
+            run_id = claim.run_id
+    with open_readonly(db_url) as reader:
+        history = reader.pr_history("OCTO/widgets", 1)
+        assert reader.pr_history("octo/widgets", 2).queued == ()
+    [queued] = history.queued
+    wait = lost_backoff(IMMEDIATE_LOST_ATTEMPTS, BACKOFF)
+    assert (queued.schedule, queued.attempt, queued.head_sha) == ("watch", 4, "sha1")
+    assert queued.not_before == clock.now + wait
+    assert queued.fire_id == history.runs[-1].id  # the fire's first run
