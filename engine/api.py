@@ -104,6 +104,8 @@ class PrRun:
     started_at: datetime | None
     finished_at: datetime | None
     pr_number: int | None
+    attempt: int = 1
+    fire_id: int | None = None  # the fire's first run (None on that run itself)
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self)
@@ -281,6 +283,8 @@ def _run(run: ScheduleRun) -> PrRun:
         started_at=run.started_at,
         finished_at=run.finished_at,
         pr_number=run.pr_number,
+        attempt=run.attempt or 1,
+        fire_id=run.fire_id,
     )
 
 

@@ -316,17 +316,23 @@ def _decision_line(label: str, decision: Decision, side: EngineSide, how: str) -
             f"{label}: not reviewed: skipped_after_refusals ({detail}) by schedule {name}; "
             "fix the schedule's args, then " + how.split("; ")[-1]
         )
-    run = next((r for r in side.runs if r.id == decision.run_id), None)
-    status = f" ({run.status}{', ' + run.reason if run.reason else ''})" if run else ""
+    fired = f"{label}: fired as run {decision.run_id}"
+    attempts = [r for r in side.runs if decision.run_id in (r.id, r.fire_id)]
+    run = max(attempts, key=lambda r: (r.attempt, r.id), default=None)
+    if run is not None:
+        latest = f"attempt {run.attempt} is run {run.id}, " if run.attempt > 1 else ""
+        fired += f" ({latest}{run.status}{', ' + run.reason if run.reason else ''})"
     queued = next(
         (q for q in side.queued if q.schedule == name and q.head_sha == decision.head_sha), None
     )
     if queued is not None:
-        return "queued", f"{label}: fired as run {decision.run_id}{status}; {_queued_text(queued)}"
-    return (
-        kind,
-        f"{label}: fired as run {decision.run_id}{status}; kdev recorded no outcome yet",
-    )
+        return "queued", f"{fired}; {_queued_text(queued)}"
+    if run is not None and run.status == "cancelled":
+        return "given_up", (
+            f"{fired}; not offered again by schedule {name}: the next push fires again, "
+            "or re-run kdev review-pr"
+        )
+    return kind, f"{fired}; kdev recorded no outcome yet"
 
 
 def _queued_text(queued: QueuedAttempt) -> str:

@@ -39,3 +39,28 @@ def test_a_queued_attempt_of_another_head_changes_nothing() -> None:
     engine = side((other,))
     kind, line = _decision_line("head 1a2b3c4", engine.decisions[0], engine, "")
     assert kind == "fired" and line.endswith("kdev recorded no outcome yet")
+
+
+def test_the_latest_attempt_speaks_for_the_fire() -> None:
+    # Fire 17 (its first run) was lost; attempt 3 (run 52) is running now.
+    engine = side(())
+    engine.runs = (
+        PrRun(17, "review-prs", "cancelled", "engine_lost", None, AT, AT, 7),
+        PrRun(41, "review-prs", "cancelled", "engine_lost", None, AT, AT, 7, 2, 17),
+        PrRun(52, "review-prs", "running", None, None, AT, None, 7, 3, 17),
+    )
+    kind, line = _decision_line("head 1a2b3c4", engine.decisions[0], engine, "")
+    assert (kind, line) == (
+        "fired",
+        "head 1a2b3c4: fired as run 17 (attempt 3 is run 52, running); "
+        "kdev recorded no outcome yet",
+    )
+
+
+def test_a_cancelled_fire_with_nothing_queued_is_named_given_up() -> None:
+    # on_engine_lost: drop, or the 20th loss (D58): nothing will fire it again.
+    engine = side(())
+    engine.runs = (PrRun(17, "review-prs", "cancelled", "engine_lost", None, AT, AT, 7),)
+    kind, line = _decision_line("head 1a2b3c4", engine.decisions[0], engine, "")
+    assert kind == "given_up"
+    assert line.startswith("head 1a2b3c4: fired as run 17 (cancelled, engine_lost); not offered")
