@@ -14,9 +14,7 @@ from sqlalchemy.orm import Session
 
 from engine.github.etag import SqlEtagCache
 from engine.github.types import CachedResponse
-from engine.poll.config import validate_poll_config
-from engine.schedules.spec import ScheduleSpec
-from engine.store.enums import RunStatus, TriggerType
+from engine.store.enums import RunStatus
 from engine.store.firing import Claim, FinishedRun
 from engine.store.keyretention import SKEW
 from engine.store.models import PollState, ScheduleRemoval, TriggerKey
@@ -25,21 +23,11 @@ from engine.store.retention import RunRetention, prune
 from engine.store.store import Store
 from tests.engine import test_mention_engine as mention
 from tests.engine.test_mention_engine import HANDLE, MAINT, REPO, world  # noqa: F401
+from tests.engine.test_retention import poll_spec
 from tests.factories import FakeClock, interval_spec
 
 DAY = timedelta(days=1)
 OWNER = "engine-a"
-
-
-def mention_spec(name: str) -> ScheduleSpec:
-    trigger = validate_poll_config({"repo": "acme/app", "poll_interval_seconds": 60})
-    return ScheduleSpec(
-        name=name,
-        trigger_type=TriggerType.GITHUB_POLL,
-        trigger_config=trigger.model_dump(mode="json"),
-        command="sh",
-        args=["-c", "true"],
-    )
 
 
 def _ticket(polls: PollStore, schedule_id: int) -> PollTicket:
@@ -103,7 +91,7 @@ def test_no_pruned_key_lets_its_item_fire_twice(
     clock = FakeClock()
     store = Store(db, clock)
     polls = PollStore(store)
-    row = store.add_schedule(mention_spec(f"w-{uuid.uuid4().hex[:12]}"))
+    row = store.add_schedule(poll_spec(f"w-{uuid.uuid4().hex[:12]}"))
     start = clock()
     fired: list[tuple[str, datetime, str]] = []
     for index, (minute, lag, fate) in sorted(enumerate(items), key=lambda pair: pair[1][0]):
@@ -136,7 +124,7 @@ def test_old_keys_are_pruned_and_their_runs_freed(db: SAEngine) -> None:
     clock = FakeClock()
     store = Store(db, clock)
     polls = PollStore(store)
-    row = store.add_schedule(mention_spec("watch"))
+    row = store.add_schedule(poll_spec("watch"))
     ticket = _ticket(polls, row.id)
     for index in range(5):
         claim = _fire(polls, ticket, f"mention:acme/app:1:{index}", clock())
@@ -167,7 +155,7 @@ def test_a_key_inside_the_skew_allowance_stays(db: SAEngine) -> None:
     clock = FakeClock()
     store = Store(db, clock)
     polls = PollStore(store)
-    row = store.add_schedule(mention_spec("watch"))
+    row = store.add_schedule(poll_spec("watch"))
     claim = _fire(polls, _ticket(polls, row.id), "mention:acme/app:1:1", clock())
     assert claim is not None
     assert store.finish_run(claim.run_id, FinishedRun(RunStatus.SUCCEEDED), owner=OWNER)
@@ -247,8 +235,8 @@ def test_engine_rows_silent_for_the_keep_period_are_pruned(db: SAEngine) -> None
 def test_the_etags_of_a_removed_schedule_are_pruned(db: SAEngine) -> None:
     clock = FakeClock()
     store = Store(db, clock)
-    kept = store.add_schedule(mention_spec("kept")).id
-    gone = store.add_schedule(mention_spec("gone")).id
+    kept = store.add_schedule(poll_spec("kept")).id
+    gone = store.add_schedule(poll_spec("gone")).id
     cache = SqlEtagCache(db)
     url = "https://api.github.com/repos/acme/app/pulls?state=open#tok;shape=1"
     keys = [

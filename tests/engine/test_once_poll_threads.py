@@ -3,11 +3,9 @@ does (issue 19); before, it ran up to ``max_concurrent_actions + 2``."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import Engine as SAEngine
 
@@ -18,34 +16,8 @@ from engine.schedules.spec import ScheduleSpec
 from engine.store.models import TriggerType
 from engine.store.store import Store
 from ghsim import GitHubSim
+from tests.engine.test_pacer_limits import CountingTransport
 from tests.factories import FakeClock, settings_for
-
-
-class CountingTransport(httpx.BaseTransport):
-    """The real network, counting how many requests are in flight at once."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.HTTPTransport()
-        self.lock = threading.Lock()
-        self.running = 0
-        self.peak = 0
-        self.total = 0
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        with self.lock:
-            self.running += 1
-            self.total += 1
-            self.peak = max(self.peak, self.running)
-        try:
-            response = self.inner.handle_request(request)
-            response.read()
-            return response
-        finally:
-            with self.lock:
-                self.running -= 1
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @pytest.mark.parametrize("threads", [1, 3])

@@ -110,24 +110,27 @@ def test_a_secondary_limit_answer_still_holds_the_token_for_retry_after(sim: Git
 
 
 class CountingTransport(httpx.BaseTransport):
-    """Real HTTP; counts the requests in flight at once."""
+    """The real network, counting how many requests are in flight at once."""
 
     def __init__(self) -> None:
         self.inner = httpx.HTTPTransport()
         self.lock = threading.Lock()
-        self.now = self.peak = 0
+        self.running = 0
+        self.peak = 0
+        self.total = 0
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         with self.lock:
-            self.now += 1
-            self.peak = max(self.peak, self.now)
+            self.running += 1
+            self.total += 1
+            self.peak = max(self.peak, self.running)
         try:
             response = self.inner.handle_request(request)
             response.read()
             return response
         finally:
             with self.lock:
-                self.now -= 1
+                self.running -= 1
 
     def close(self) -> None:
         self.inner.close()
