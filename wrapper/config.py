@@ -33,7 +33,10 @@ DEFAULT_REVIEWER_TIMEOUT = 1200
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: a model's validator is built when it is first used, not when this
+    # module is imported; kdev validates KdevConfig once per process, which builds the
+    # nested models' schemas in one pass (about 15 ms less per kdev start, issue 19).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class CommandReviewer(_Strict):

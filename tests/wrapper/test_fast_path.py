@@ -14,11 +14,16 @@ first a review (reviewed), then the same diff after the base was merged into the
 - the modules of the other verbs (the command line imports a verb when it runs).
 
 An eager import re-added anywhere on the path fails here, without timing anything.
+
+The git calls of the carry-forward are counted the same way, through a ``git`` on PATH
+that logs its arguments and runs the real one: no ``worktree prune`` when the checkout
+has no worktree registered, and nothing asked of git twice.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import uuid
@@ -91,3 +96,44 @@ def test_the_carry_forward_path_imports_only_what_it_uses(tmp_path: Path) -> Non
         assert outcome == "carried_forward"
         assert {"wrapper.cli.review", "httpx", "pydantic"} <= imported
         assert not NOT_ON_THE_PATH & imported, sorted(NOT_ON_THE_PATH & imported)
+
+
+# A git that appends its arguments (one call per line) to $GIT_CALL_LOG, then runs git.
+GIT_SHIM = '#!/bin/sh\nprintf "%s\\n" "$*" >> "$GIT_CALL_LOG"\nexec {git} "$@"\n'
+
+
+def _subcommand(line: str) -> str:
+    """``-c k=v -c k=v rev-parse --verify ...`` -> ``rev-parse --verify ...``."""
+    words = line.split()
+    while words[:1] == ["-c"]:
+        words = words[2:]
+    return " ".join(words)
+
+
+def test_the_carry_forward_asks_git_nothing_twice(tmp_path: Path) -> None:
+    token = f"tok-{uuid.uuid4().hex}"
+    with GitHubSim(tmp_path / "github") as sim:
+        sim.add_token(token, ("review-bot", 5000))
+        sim.create_repo(REPO, files={"app.py": "print('hi')\n"})
+        checkout, env = setup_pipeline(sim, REPO, tmp_path, token)
+        pr = sim.open_pr(REPO, "feature", {"util.py": "def f():\n    return 1\n"}).number
+        assert _review(sim, checkout, env, pr)[0] == "reviewed"
+        sim.advance(2)
+        sim.commit_to_base(REPO, {"README.md": "docs\n"})
+        sim.merge_base_into_head(REPO, pr)
+
+        shim_dir, log = tmp_path / "shim", tmp_path / "git-calls.log"
+        shim_dir.mkdir()
+        shim = shim_dir / "git"
+        shim.write_text(GIT_SHIM.format(git=shutil.which("git")))
+        shim.chmod(0o755)
+        logged = {**env, "PATH": f"{shim_dir}:{env['PATH']}", "GIT_CALL_LOG": str(log)}
+        assert _review(sim, checkout, logged, pr)[0] == "carried_forward"
+        calls = [_subcommand(line) for line in log.read_text().splitlines()]
+        head = sim.pull(REPO, pr).head_sha
+
+    assert not [call for call in calls if call.startswith("worktree")], calls
+    assert calls.count("rev-parse --git-common-dir") == 1, calls
+    assert len([call for call in calls if call.startswith("rev-parse") and head in call]) == 1
+    assert len([call for call in calls if call.startswith("fetch")]) == 1, calls
+    assert len(calls) == len(set(calls)), calls

@@ -120,3 +120,53 @@ def test_an_old_prompt_dir_that_a_process_holds_open_is_kept(tmp_path: Path) -> 
         reader.wait(timeout=30)
     prune_leftovers(None, None, max_age=3600, temp_dir=temp)
     assert not prompt.exists()
+
+
+def _torn(pr_dir: Path, name: str, age: float, now: float) -> Path:
+    pr_dir.mkdir(parents=True, exist_ok=True)
+    torn = pr_dir / f".{name}.k1ll3d.tmp"
+    torn.write_text('{"half":')
+    os.utime(torn, (now - age, now - age))
+    return torn
+
+
+def test_the_whole_ledger_is_swept_once_per_max_age_and_the_own_pr_every_run(
+    tmp_path: Path,
+) -> None:
+    """Walking every PR's directory on every run grew with the ledger (250 ms at 10k PRs):
+    the run's own PR is swept every time, the whole ledger once per TMP_MAX_AGE."""
+    from wrapper.ledger.leftovers import SWEEP_STAMP, TMP_MAX_AGE
+
+    reviews, temp = tmp_path / "reviews", tmp_path / "tmp"
+    temp.mkdir()
+    own, other = reviews / "o__r" / "pr-1", reviews / "o__r" / "pr-2"
+    now = time.time()
+    first = [_torn(own, "index", 3600, now), _torn(other, "index", 3600, now)]
+    fresh = _torn(other, "verdicts", 1, now)  # a live write: never removed
+    pruned = prune_leftovers(None, reviews, max_age=60, temp_dir=temp, now=now, own_dir=own)
+    assert pruned.temp_files == 2 and not any(path.exists() for path in first)
+    assert fresh.exists() and (reviews / SWEEP_STAMP).is_file()
+
+    later = now + 60
+    mine, theirs = _torn(own, "a", 3600, later), _torn(other, "b", 3600, later)
+    pruned = prune_leftovers(None, reviews, max_age=60, temp_dir=temp, now=later, own_dir=own)
+    assert pruned.temp_files == 1 and not mine.exists() and theirs.exists()
+
+    much_later = now + TMP_MAX_AGE + 1
+    pruned = prune_leftovers(None, reviews, max_age=60, temp_dir=temp, now=much_later, own_dir=own)
+    assert pruned.temp_files == 2 and not theirs.exists() and not fresh.exists()
+
+
+def test_a_sweep_stamp_from_the_future_does_not_stop_the_whole_sweep(tmp_path: Path) -> None:
+    from wrapper.ledger.leftovers import SWEEP_STAMP
+
+    reviews, temp = tmp_path / "reviews", tmp_path / "tmp"
+    temp.mkdir()
+    now = time.time()
+    torn = _torn(reviews / "o__r" / "pr-2", "index", 3600, now)
+    (reviews / SWEEP_STAMP).touch()
+    os.utime(reviews / SWEEP_STAMP, (now + 86_400, now + 86_400))  # a clock set back
+    pruned = prune_leftovers(
+        None, reviews, max_age=60, temp_dir=temp, now=now, own_dir=reviews / "o__r" / "pr-1"
+    )
+    assert pruned.temp_files == 1 and not torn.exists()

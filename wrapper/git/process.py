@@ -66,6 +66,8 @@ DEFAULT_TIMEOUT = 300.0
 KILL_WAIT_SECONDS = 5.0
 # scheme://userinfo@ -- the userinfo part may hold a token.
 CREDENTIALS_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+# A full object name: what it names can never change, so its rev-parse is kept.
+FULL_SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def redact_credentials(text: str) -> str:
@@ -109,6 +111,10 @@ class GitProcess:
         base = os.environ if env is None else env
         self._env = {k: v for k, v in base.items() if k not in DROPPED_ENVIRONMENT}
         self._env.update(FORCED_ENVIRONMENT)
+        self._common_dir: Path | None = None
+        # full SHA -> the commit it names, for the ones found (a missing one may be
+        # fetched later, so a miss is not kept).
+        self._commits: dict[str, str] = {}
 
     def environment(self) -> dict[str, str]:
         """A copy of the environment every git call runs with."""
@@ -181,26 +187,38 @@ class GitProcess:
         lives in the common git dir, so worktrees of the checkout share it, and the OS
         frees it if a run dies. Not re-entrant: do not nest it.
         """
-        common = self._run(["rev-parse", "--git-common-dir"], what="git rev-parse").stdout
-        git_dir = Path(os.fsdecode(common.strip()))
-        if not git_dir.is_absolute():
-            git_dir = self.repo_dir / git_dir
-        with (git_dir / "kdev-fetch.lock").open("a") as handle:
+        with (self.common_dir() / "kdev-fetch.lock").open("a") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
+    def common_dir(self) -> Path:
+        """The checkout's common git directory (shared by its worktrees); asked of git
+        once per Git object, as it does not move while kdev runs."""
+        if self._common_dir is None:
+            common = self._run(["rev-parse", "--git-common-dir"], what="git rev-parse").stdout
+            git_dir = Path(os.fsdecode(common.strip()))
+            self._common_dir = git_dir if git_dir.is_absolute() else self.repo_dir / git_dir
+        return self._common_dir
+
     def rev_parse(self, ref: str) -> str | None:
-        """The commit SHA ``ref`` names (tags peeled), or None if there is no such commit."""
+        """The commit SHA ``ref`` names (tags peeled), or None if there is no such commit.
+        A full SHA found once is not asked again: the commit it names cannot change."""
         check_option_safe(ref, "ref")
+        if (known := self._commits.get(ref)) is not None:
+            return known
         result = self._run(
             ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
             ok_codes=(0, 1, 128),
         )
         sha = result.stdout.decode("ascii", "replace").strip()
-        return sha if result.returncode == 0 and sha else None
+        if result.returncode != 0 or not sha:
+            return None
+        if FULL_SHA_RE.fullmatch(ref):
+            self._commits[ref] = sha
+        return sha
 
     def is_valid_branch_name(self, name: str) -> bool:
         """True when ``git check-ref-format --branch`` accepts ``name`` as it is.

@@ -191,7 +191,11 @@ class Git(GitPublish):
 
     def prune_worktrees(self) -> None:
         """``git worktree prune`` under the checkout lock: drops the registrations of
-        worktrees whose directory is gone (a crashed run's). Never raises."""
+        worktrees whose directory is gone (a crashed run's). Never raises. A checkout
+        with no registered worktree has nothing to prune, and git is not started."""
+        registered = self.common_dir() / "worktrees"
+        if not registered.is_dir() or not any(registered.iterdir()):
+            return
         with self.checkout_lock():
             self._run(["worktree", "prune"], ok_codes=tuple(range(256)))
 

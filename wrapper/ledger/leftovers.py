@@ -41,6 +41,7 @@ SCRATCH_NAME = re.compile(r"^(?:kdev-pr[0-9]+-|kdev-describe-pr[0-9]+-|kdev-swee
 PROMPT_PREFIX = "kdev-prompt-"
 OWNER_LOCK = ".kdev-owner.lock"
 TMP_MAX_AGE = 600.0  # seconds
+SWEEP_STAMP = ".leftovers-swept"  # in the reviews dir: when the whole ledger was swept
 _held: list[int] = []  # lock descriptors of this process's scratch dirs (freed at exit)
 
 
@@ -124,6 +125,34 @@ def _remove(path: Path) -> bool:
     return not path.exists()
 
 
+def _sweep_temp_files(reviews_dir: Path, own_dir: Path | None, moment: float) -> int:
+    """Removes ledger temp files older than TMP_MAX_AGE: those of ``own_dir`` on every
+    run, those of the whole ledger when its last whole sweep (the mtime of
+    :data:`SWEEP_STAMP`) is TMP_MAX_AGE old. Walking every PR's directory on every run
+    cost 250 ms at 10k PRs; a temp file cannot be removed before that age anyway."""
+    stamp = reviews_dir / SWEEP_STAMP
+    # A missing stamp, an old one, or one from the future (a clock set back) all sweep.
+    whole = not stamp.exists() or not 0.0 <= _age(stamp, moment) <= TMP_MAX_AGE
+    if whole:
+        candidates = list(reviews_dir.rglob(".*.tmp"))
+    elif own_dir is not None and own_dir.is_dir():
+        candidates = list(own_dir.glob(".*.tmp"))
+    else:
+        candidates = []
+    removed = 0
+    for temp in candidates:
+        if temp.is_file() and _age(temp, moment) > TMP_MAX_AGE:
+            temp.unlink(missing_ok=True)
+            removed += 1
+    if whole:
+        try:
+            stamp.touch()
+            os.utime(stamp, (moment, moment))
+        except OSError as exc:  # the next run sweeps the whole ledger again
+            log.warning("cannot stamp the ledger sweep %s: %s", stamp, exc.strerror)
+    return removed
+
+
 def prune_leftovers(
     git: Git | None,
     reviews_dir: Path | None,
@@ -131,9 +160,11 @@ def prune_leftovers(
     max_age: float,
     temp_dir: Path | None = None,
     now: float | None = None,
+    own_dir: Path | None = None,
 ) -> Pruned:
     """Removes crash leftovers (see the module doc); never raises for one it cannot
-    remove (it is logged and left for the next run)."""
+    remove (it is logged and left for the next run). ``own_dir``: the ledger directory
+    of the PR this run is for, whose temp files are swept on every run."""
     moment = time.time() if now is None else now
     pruned = Pruned()
     base = Path(temp_dir or tempfile.gettempdir())
@@ -149,10 +180,7 @@ def prune_leftovers(
         ):
             pruned.prompts += _remove(entry)
     if reviews_dir is not None and reviews_dir.is_dir():
-        for temp in reviews_dir.rglob(".*.tmp"):
-            if temp.is_file() and _age(temp, moment) > TMP_MAX_AGE:
-                temp.unlink(missing_ok=True)
-                pruned.temp_files += 1
+        pruned.temp_files = _sweep_temp_files(reviews_dir, own_dir, moment)
     if git is not None:
         git.prune_worktrees()
     if pruned.scratch or pruned.prompts or pruned.temp_files:

@@ -108,7 +108,12 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     # 2. Patch-id of base...head, from exactly the head as fired (fetched by SHA if
     # needed); a head that cannot be had records nothing.
     git = Git(req.checkout)
-    prune_leftovers(git, ctx.ledger.reviews_dir, max_age=leftover_age(ctx.config))
+    prune_leftovers(
+        git,
+        ctx.ledger.reviews_dir,
+        max_age=leftover_age(ctx.config),
+        own_dir=ctx.ledger.pr_dir(req.repo, req.pr),
+    )
     patch = patch_of_head(req, pr, git)
     if isinstance(patch, ReviewReport):
         return patch
