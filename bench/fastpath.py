@@ -20,16 +20,27 @@ the whole subprocess, alternating, N times each:
   what every invocation paid before the first lazy imports (the original baseline);
 - **python**: ``python -c pass``, the interpreter's own floor.
 
+- **libraries**: ``python -c`` importing only the libraries the carry-forward needs
+  (pydantic, PyYAML, typer, httpx) and building httpx's TLS context (certifi): the floor
+  that kdev's own code and its git and GitHub calls come on top of.
+
+Then the ledger's size (D64): the same carry-forward with 10,000 PR directories of another
+repository in the ledger (**big**), and **big, whole sweep**: the same after removing the
+sweep stamp before each run, so every run walks the whole ledger, as every run did before
+D64. ``lazy`` is the baseline for both.
+
 Printed: the medians of wall time and of CPU time (the process and its git children,
 steadier than wall time on a shared machine), lazy/previous, lazy/before and
-lazy/eager, the share above ``python -c pass``,
+lazy/eager, the share above ``python -c pass``, big/lazy,
 and the target (lazy under 0.3 s).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,7 +75,13 @@ EAGER = (
     + PREVIOUS_IMPORTS
     + RUN_APP
 )
-WAYS = ("lazy", "previous", "before", "eager", "python")
+LIBRARIES = (
+    "import sys; sys.modules['httpx._main'] = None; import pydantic, yaml, typer, httpx, "
+    "ssl, certifi; from pydantic import BaseModel; "
+    "ssl.create_default_context(cafile=certifi.where())"
+)
+WAYS = ("lazy", "previous", "before", "eager", "python", "libraries", "big", "big_whole")
+OTHER_PRS = 10_000
 
 
 @dataclass
@@ -119,15 +136,43 @@ def measure(runs: int, workdir: Path) -> FastPath:
             "before": [sys.executable, "-c", BEFORE, *argv],
             "eager": [sys.executable, "-c", EAGER, *argv],
             "python": [sys.executable, "-c", "pass"],
+            "libraries": [sys.executable, "-c", LIBRARIES],
         }
-        for _ in range(runs):
-            for name, command in ways.items():
-                spent, cpu, outcome = _timed(command, checkout, env)
-                report.times[name].append(spent)
-                report.cpu[name].append(cpu)
-                if name != "python":
-                    report.outcomes.add(outcome)
+        _alternate(report, ways, checkout, env, runs)
+        reviews = Path(env["KDEV_REVIEWS_DIR"])
+        _grow_ledger(reviews)
+        stamp = reviews / ".leftovers-swept"
+        big = [str(BIN / "kdev"), *argv]
+        _alternate(report, {"big": big, "big_whole": big}, checkout, env, runs, stamp)
     return report
+
+
+def _alternate(
+    report: FastPath,
+    ways: dict[str, list[str]],
+    checkout: Path,
+    env: dict[str, str],
+    runs: int,
+    stamp: Path | None = None,
+) -> None:
+    for _ in range(runs):
+        for name, command in ways.items():
+            if name == "big_whole" and stamp is not None:
+                stamp.unlink(missing_ok=True)
+            spent, cpu, outcome = _timed(command, checkout, env)
+            report.times[name].append(spent)
+            report.cpu[name].append(cpu)
+            if name not in ("python", "libraries"):
+                report.outcomes.add(outcome)
+
+
+def _grow_ledger(reviews: Path) -> None:
+    """OTHER_PRS PR directories of another repository, each a copy of the bench PR's."""
+    [own] = reviews.glob("*/pr-*")
+    others = reviews / "bench__others"
+    for number in range(1, OTHER_PRS + 1):
+        shutil.copytree(own, others / f"pr-{number}", copy_function=shutil.copyfile)
+    os.sync()
 
 
 def report(result: FastPath) -> list[str]:
@@ -154,5 +199,19 @@ def report(result: FastPath) -> list[str]:
         row("before (D35's import set)", "before"),
         row("eager (sqlalchemy+alembic)", "eager"),
         row("python -c pass (floor)", "python"),
+        f"  {'libraries (their imports, TLS)':30s}{wall['libraries'] * 1000:7.1f} ms  cpu "
+        f"{cpu['libraries'] * 1000:6.1f} ms   kdev's own code, git and GitHub: "
+        f"{(wall['lazy'] - wall['libraries']) * 1000:.1f} ms",
         f"  target < 300 ms: {verdict}",
+        f"  with {OTHER_PRS:,} other PRs in the ledger (D64):",
+        _ledger_row("big", wall, cpu),
+        _ledger_row("big_whole", wall, cpu),
     ]
+
+
+def _ledger_row(way: str, wall: dict[str, float], cpu: dict[str, float]) -> str:
+    label = "big" if way == "big" else "big, whole sweep every run"
+    return (
+        f"  {label:30s}{wall[way] * 1000:7.1f} ms  cpu {cpu[way] * 1000:6.1f} ms"
+        f"   {way}/lazy = {wall[way] / wall['lazy']:.2f} (cpu {cpu[way] / cpu['lazy']:.2f})"
+    )
