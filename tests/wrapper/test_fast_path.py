@@ -27,6 +27,8 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from demo.run_demo import setup_pipeline
@@ -77,13 +79,20 @@ def _review(sim: GitHubSim, checkout: Path, env: dict[str, str], pr: int) -> tup
     return str(outcome), names
 
 
-def test_the_carry_forward_path_imports_only_what_it_uses(tmp_path: Path) -> None:
+@contextmanager
+def _pipeline(tmp_path: Path) -> Iterator[tuple[GitHubSim, Path, dict[str, str], int]]:
+    """ghsim, the demo's checkout and kdev environment, and one open PR."""
     token = f"tok-{uuid.uuid4().hex}"
     with GitHubSim(tmp_path / "github") as sim:
         sim.add_token(token, ("review-bot", 5000))
         sim.create_repo(REPO, files={"app.py": "print('hi')\n"})
         checkout, env = setup_pipeline(sim, REPO, tmp_path, token)
         pr = sim.open_pr(REPO, "feature", {"util.py": "def f():\n    return 1\n"}).number
+        yield sim, checkout, env, pr
+
+
+def test_the_carry_forward_path_imports_only_what_it_uses(tmp_path: Path) -> None:
+    with _pipeline(tmp_path) as (sim, checkout, env, pr):
         outcome, imported = _review(sim, checkout, env, pr)
         assert outcome == "reviewed"
         # the import list is really read (the review itself needs the other modules)
@@ -111,12 +120,7 @@ def _subcommand(line: str) -> str:
 
 
 def test_the_carry_forward_asks_git_nothing_twice(tmp_path: Path) -> None:
-    token = f"tok-{uuid.uuid4().hex}"
-    with GitHubSim(tmp_path / "github") as sim:
-        sim.add_token(token, ("review-bot", 5000))
-        sim.create_repo(REPO, files={"app.py": "print('hi')\n"})
-        checkout, env = setup_pipeline(sim, REPO, tmp_path, token)
-        pr = sim.open_pr(REPO, "feature", {"util.py": "def f():\n    return 1\n"}).number
+    with _pipeline(tmp_path) as (sim, checkout, env, pr):
         assert _review(sim, checkout, env, pr)[0] == "reviewed"
         sim.advance(2)
         sim.commit_to_base(REPO, {"README.md": "docs\n"})
