@@ -23,13 +23,16 @@ from ghsim.core import (
     Author,
     GhsimError,
 )
+from ghsim.facts import FactsSim
+from ghsim.faults import FaultSim
 from ghsim.gitops import GitError, MergeConflict
 from ghsim.model import CheckRun, Comment, CommitStatus, Pull, Repo, Review, User
+from ghsim.traffic import TrafficSim
 
 Files = Mapping[str, str | bytes | None]
 
 
-class GitHubSim(BotSim):
+class GitHubSim(BotSim, FactsSim, TrafficSim, FaultSim):
     """A stateful simulated GitHub (REST + a GraphQL subset) on loopback HTTP.
 
     >>> with GitHubSim() as sim:                     # starts on a free port
@@ -489,22 +492,6 @@ class GitHubSim(BotSim):
             pr.merged_by = self._author(by, pr.repo.owner)
             pr.auto_merge = None
             return sha
-
-    # == payload faults ========================================================================
-
-    def set_pr_user_null(self, repo: str, number: int, null: bool = True) -> None:
-        """Serve the pull's ``user`` as ``null`` (a deleted "ghost" account)."""
-        with self.lock:
-            self.pull(repo, number).user_null = null
-
-    def set_head_repo_null(self, repo: str, number: int, null: bool = True) -> None:
-        """Serve ``head.repo: null`` / ``headRepository: null`` (a deleted fork)."""
-        with self.lock:
-            self.pull(repo, number).head_repo_null = null
-
-    def set_comment_user_null(self, repo: str, comment_id: int, null: bool = True) -> None:
-        with self.lock:
-            self.get_comment(repo, comment_id).user_null = null
 
     # == conversation ==========================================================================
 
