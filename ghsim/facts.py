@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ghsim.core import AUTO, SimCore
 from ghsim.model import Pull, Repo, User
-from ghsim.payloads import PullFacts
+from ghsim.render_pulls import PullFacts
 
 FAILED_CONCLUSIONS = frozenset(
     {"failure", "timed_out", "cancelled", "action_required", "startup_failure"}
