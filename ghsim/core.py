@@ -1,15 +1,16 @@
-"""``SimCore``: the simulator's state, clock, tokens, rate limits, faults and request log.
+"""``SimCore``: the simulator's state, clock, users, tokens and the lookups into that state.
 
-Also the lookups and the facts derived from state and git (review decision, merge state)
-that the HTTP routes read. :class:`ghsim.sim.GitHubSim` adds the lifecycle and the
-scenario helpers. All state is guarded by ``self.lock`` (an ``RLock``).
+The rest of :class:`ghsim.sim.GitHubSim` is built on it, one concern a module: rate limits
+and the request log (``ghsim/traffic.py``), injected faults (``ghsim/faults.py``), the
+facts the routes derive from state and git (``ghsim/facts.py``), and the scenario helpers
+(repositories, pulls, conversation, checks). All state is guarded by ``self.lock`` (an
+``RLock``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -31,7 +32,6 @@ from ghsim.model import (
     TokenInfo,
     User,
 )
-from ghsim.payloads import PullFacts
 
 Author = tuple[str, int] | list[Any] | str | User | None
 AUTO = "auto"
@@ -39,9 +39,6 @@ REVIEW_STATES = frozenset({"APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMIS
 REVIEW_DECISIONS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED", None})
 MERGE_STATES = frozenset("BEHIND BLOCKED CLEAN DIRTY DRAFT HAS_HOOKS UNKNOWN UNSTABLE".split())
 MERGE_METHODS = frozenset({"merge", "squash", "rebase"})
-FAILED_CONCLUSIONS = frozenset(
-    {"failure", "timed_out", "cancelled", "action_required", "startup_failure"}
-)
 
 
 class GhsimError(RuntimeError):
@@ -186,148 +183,6 @@ class SimCore:
         with self.lock:
             self._tokens.pop(token_digest(token), None)
 
-    # == rate limits ===========================================================================
-
-    def _limit_for(self, resource: str, anonymous: bool) -> int:
-        if anonymous:
-            return self.anonymous_limit
-        return self.graphql_limit if resource == "graphql" else self.core_limit
-
-    def bucket(self, token: str | None, resource: str = "core") -> RateBucket:
-        """The live rate-limit bucket of ``token`` (``None``: anonymous) for ``resource``."""
-        with self.lock:
-            info = None if token is None else self._tokens.get(token_digest(token))
-            if token is not None and info is None:
-                raise GhsimError("unknown token")
-            return self._bucket(info, resource)
-
-    def _bucket(self, info: TokenInfo | None, resource: str) -> RateBucket:
-        buckets = self._anonymous_buckets if info is None else info.buckets
-        epoch = int(self.now().timestamp())
-        bucket = buckets.get(resource)
-        if bucket is None:
-            limit = self._limit_for(resource, info is None)
-            bucket = RateBucket(limit, limit, epoch + 3600)
-            buckets[resource] = bucket
-        elif epoch >= bucket.reset_at:
-            bucket.remaining = bucket.limit
-            bucket.reset_at = epoch + 3600
-        return bucket
-
-    def set_rate_limit(
-        self,
-        token: str | None,
-        *,
-        limit: int | None = None,
-        remaining: int | None = None,
-        reset_at: datetime | int | None = None,
-        resource: str = "core",
-    ) -> RateBucket:
-        """Set a bucket; ``reset_at`` is a datetime or epoch seconds (on the sim clock)."""
-        with self.lock:
-            bucket = self.bucket(token, resource)
-            if limit is not None:
-                bucket.limit = limit
-                bucket.remaining = min(bucket.remaining, limit)
-            if remaining is not None:
-                bucket.remaining = remaining
-            if reset_at is not None:
-                bucket.reset_at = (
-                    int(reset_at.timestamp()) if isinstance(reset_at, datetime) else int(reset_at)
-                )
-            return bucket
-
-    # == faults ================================================================================
-
-    def inject_fault(
-        self,
-        method: str,
-        path_regex: str,
-        status: int | None = None,
-        delay: float | None = None,
-        truncate: bool = False,
-        malformed: bool = False,
-        times: int | None = 1,
-        body: dict[str, Any] | None = None,
-    ) -> Fault:
-        """Next ``times`` matching requests (``None``: until cleared) get the fault.
-
-        ``status`` answers with that status and a GitHub error body (not counted);
-        ``delay`` sleeps that many seconds before answering; ``truncate`` sends half the
-        body under the full Content-Length and closes the connection; ``malformed`` sends
-        half the body as a complete (invalid JSON) response. ``method`` may be ``"*"``.
-        """
-        fault = Fault(
-            method.upper(), path_regex, status, delay, truncate, malformed, times, body=body
-        )
-        with self.lock:
-            self._faults.append(fault)
-        return fault
-
-    def inject_secondary_limit(
-        self,
-        retry_after: int | None = 60,
-        method: str = "*",
-        path_regex: str = ".*",
-        times: int | None = 1,
-        status: int = 403,
-    ) -> Fault:
-        """The secondary rate limit: ``status`` (403/429), its message, ``retry-after``."""
-        fault = Fault(
-            method.upper(),
-            path_regex,
-            status=status,
-            times=times,
-            retry_after=retry_after,
-            secondary=True,
-        )
-        with self.lock:
-            self._faults.append(fault)
-        return fault
-
-    def clear_faults(self) -> None:
-        """Remove injected faults, including the ``user``/``head.repo`` null payload faults."""
-        with self.lock:
-            self._faults.clear()
-            for pulls in self._pulls.values():
-                for pr in pulls.values():
-                    pr.user_null = False
-                    pr.head_repo_null = False
-
-    def _take_fault(self, method: str, path: str) -> Fault | None:
-        for fault in self._faults:
-            if fault.matches(method, path):
-                if fault.times is not None:
-                    fault.times -= 1
-                fault.hits += 1
-                return fault
-        return None
-
-    # == request log ===========================================================================
-
-    @property
-    def requests(self) -> list[RequestRecord]:
-        """A copy of the request log (oldest first); tokens are never recorded."""
-        with self.lock:
-            return list(self._requests)
-
-    def requests_to(self, path_regex: str, method: str | None = None) -> list[RequestRecord]:
-        """Logged requests whose path matches ``path_regex`` (``re.search``)."""
-        pattern = re.compile(path_regex)
-        return [
-            r
-            for r in self.requests
-            if pattern.search(r.path) and (method is None or r.method == method.upper())
-        ]
-
-    def clear_requests(self) -> None:
-        with self.lock:
-            self._requests.clear()
-
-    def _record(self, record: RequestRecord) -> None:
-        with self.lock:
-            self._requests.append(record)
-
     # == lookups ===============================================================================
 
     def repo(self, full_name: str) -> Repo:
@@ -422,85 +277,3 @@ class SimCore:
         if tip is None:
             raise GhsimError(f"{pr.repo.full_name} has no branch {pr.base_ref}")
         return tip
-
-    # == derived facts (read by the routes) ====================================================
-
-    def association(self, user: User | None, repo: Repo) -> str:
-        if user is None:
-            return "NONE"
-        if user.id == repo.owner.id:
-            return "OWNER"
-        if user.id in repo.collaborators:
-            return "COLLABORATOR"
-        for pr in self._pulls.get(repo.key, {}).values():
-            if pr.merged and pr.user.id == user.id:
-                return "CONTRIBUTOR"
-        return "NONE"
-
-    def review_decision(self, pr: Pull) -> str | None:
-        if pr.review_decision != AUTO:
-            return pr.review_decision
-        latest: dict[int, str] = {}
-        for r in self._reviews:
-            if r.repo is pr.repo and r.pull_number == pr.number:
-                if r.state in ("APPROVED", "CHANGES_REQUESTED"):
-                    latest[r.user.id] = r.state
-                elif r.state == "DISMISSED":
-                    latest.pop(r.user.id, None)
-        if "CHANGES_REQUESTED" in latest.values():
-            return "CHANGES_REQUESTED"
-        if "APPROVED" in latest.values():
-            return "APPROVED"
-        return None
-
-    def _checks_failing(self, pr: Pull) -> bool:
-        runs = self.check_runs_for(pr.repo, pr.head_sha)
-        if any(r.conclusion in FAILED_CONCLUSIONS for r in runs):
-            return True
-        return any(s.state in ("error", "failure") for s in self.statuses_for(pr.repo, pr.head_sha))
-
-    def merge_state_status(self, pr: Pull) -> tuple[str, bool | None, int]:
-        """``(mergeStateStatus, mergeable, behind_by)`` computed with git (or overridden)."""
-        base_sha = self._base_tip(pr)
-        behind, _ = self.git.left_right(pr.repo.path, base_sha, pr.head_sha)
-        if pr.state != "open":
-            return "UNKNOWN", None, behind
-        conflict = self.git.merge_tree(pr.repo.path, base_sha, pr.head_sha) is None
-        mergeable = not conflict
-        if pr.merge_state != AUTO:
-            status = pr.merge_state or "UNKNOWN"
-            if status == "UNKNOWN":
-                return status, None, behind
-            return status, False if status == "DIRTY" else mergeable, behind
-        if pr.draft:
-            status = "DRAFT"
-        elif conflict:
-            status = "DIRTY"
-        elif behind > 0:
-            status = "BEHIND"
-        elif self.review_decision(pr) == "CHANGES_REQUESTED":
-            status = "BLOCKED"
-        elif self._checks_failing(pr):
-            status = "UNSTABLE"
-        else:
-            status = "CLEAN"
-        return status, mergeable, behind
-
-    def pull_facts(self, pr: Pull) -> PullFacts:
-        base_sha = self._base_tip(pr)
-        status, mergeable, _ = self.merge_state_status(pr)
-        _, ahead = self.git.left_right(pr.repo.path, base_sha, pr.head_sha)
-        merge_base = self.git.merge_base(pr.repo.path, base_sha, pr.head_sha) or base_sha
-        files = self.git.diff_files(pr.repo.path, merge_base, pr.head_sha)
-        comments = [c for c in self._comments if c.repo is pr.repo and c.pull_number == pr.number]
-        return PullFacts(
-            base_sha=base_sha,
-            mergeable=mergeable,
-            mergeable_state=status.lower(),
-            commits=ahead,
-            additions=sum(f.additions for f in files),
-            deletions=sum(f.deletions for f in files),
-            changed_files=len(files),
-            comments=sum(1 for c in comments if c.kind == "issue"),
-            review_comments=sum(1 for c in comments if c.kind == "review"),
-        )

@@ -106,7 +106,7 @@ def status_checks_rule(contexts: Iterable[str], *, strict: bool = False) -> dict
 
 
 class ProtectionSim(SimCore):
-    """The protection helpers of :class:`ghsim.sim.GitHubSim` (its base class)."""
+    """The protection helpers of :class:`ghsim.sim.GitHubSim` (one of its base classes)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

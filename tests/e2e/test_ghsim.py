@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from ghsim import GhsimError, GitHubSim, MergeConflict
-from ghsim.payloads import TEMPLATE_DIR
+from ghsim.payload_templates import TEMPLATE_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "github"

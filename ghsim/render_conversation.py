@@ -1,0 +1,92 @@
+"""Conversation payloads: issue comments, review comments and reviews."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ghsim.model import Comment, Review, iso, node_id
+from ghsim.payload_templates import ISSUE_COMMENT, REVIEW, REVIEW_COMMENT, fill
+from ghsim.render_shared import SharedRenderer
+
+
+class ConversationRenderer(SharedRenderer):
+    """Comment and review payloads (one of the bases of :class:`ghsim.payloads.Renderer`)."""
+
+    def issue_comment(self, c: Comment, association: str) -> dict[str, Any]:
+        api_repo, html_repo = self.repo_api(c.repo), self.repo_html(c.repo)
+        return fill(
+            copy.deepcopy(ISSUE_COMMENT),
+            id=c.id,
+            node_id=node_id("IssueComment", c.id),
+            url=f"{api_repo}/issues/comments/{c.id}",
+            html_url=f"{html_repo}/pull/{c.pull_number}#issuecomment-{c.id}",
+            body=c.body,
+            user=None if c.user_null else self.user(c.user),
+            created_at=iso(c.created_at),
+            updated_at=iso(c.updated_at),
+            issue_url=f"{api_repo}/issues/{c.pull_number}",
+            author_association=association,
+            minimized=None,
+        )
+
+    def review_comment(self, c: Comment, association: str) -> dict[str, Any]:
+        api_repo, html_repo = self.repo_api(c.repo), self.repo_html(c.repo)
+        url = f"{api_repo}/pulls/comments/{c.id}"
+        html = f"{html_repo}/pull/{c.pull_number}#discussion_r{c.id}"
+        pull_url = f"{api_repo}/pulls/{c.pull_number}"
+        line = c.line if c.line is not None else 1
+        obj = fill(
+            copy.deepcopy(REVIEW_COMMENT),
+            url=url,
+            pull_request_review_id=c.review_id,
+            id=c.id,
+            node_id=node_id("PullRequestReviewComment", c.id),
+            diff_hunk=f"@@ -{line},1 +{line},1 @@",
+            path=c.path or "README.md",
+            position=line,
+            original_position=line,
+            commit_id=c.commit_id,
+            original_commit_id=c.commit_id,
+            in_reply_to_id=c.in_reply_to_id,
+            user=None if c.user_null else self.user(c.user),
+            body=c.body,
+            created_at=iso(c.created_at),
+            updated_at=iso(c.updated_at),
+            html_url=html,
+            pull_request_url=pull_url,
+            author_association=association,
+            _links={
+                "self": {"href": url},
+                "html": {"href": html},
+                "pull_request": {"href": pull_url},
+            },
+            start_line=None,
+            original_start_line=None,
+            start_side=None,
+            line=line,
+            original_line=line,
+            side="RIGHT",
+        )
+        if c.in_reply_to_id is None:
+            obj.pop("in_reply_to_id", None)  # GitHub omits the key on thread roots
+        return obj
+
+    def review(self, r: Review, association: str) -> dict[str, Any]:
+        api_repo, html_repo = self.repo_api(r.repo), self.repo_html(r.repo)
+        html = f"{html_repo}/pull/{r.pull_number}#pullrequestreview-{r.id}"
+        pull_url = f"{api_repo}/pulls/{r.pull_number}"
+        return fill(
+            copy.deepcopy(REVIEW),
+            id=r.id,
+            node_id=node_id("PullRequestReview", r.id),
+            user=self.user(r.user),
+            body=r.body,
+            state=r.state,
+            html_url=html,
+            pull_request_url=pull_url,
+            _links={"html": {"href": html}, "pull_request": {"href": pull_url}},
+            submitted_at=iso(r.submitted_at),
+            commit_id=r.commit_id,
+            author_association=association,
+        )
