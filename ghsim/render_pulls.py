@@ -69,17 +69,8 @@ class PullRenderer(SharedRenderer):
         """The pull as in the list (``facts=None``) or as ``GET .../pulls/{n}``."""
         template = PULL_SIMPLE if facts is None else PULL_FULL
         obj = dict(template)  # a shallow copy: every nested value is replaced below
-        api_repo, html_repo, n = self.repo_api(pr.repo), self.repo_html(pr.repo), pr.number
-        links = {
-            "self": f"{api_repo}/pulls/{n}",
-            "html": f"{html_repo}/pull/{n}",
-            "issue": f"{api_repo}/issues/{n}",
-            "comments": f"{api_repo}/issues/{n}/comments",
-            "review_comments": f"{api_repo}/pulls/{n}/comments",
-            "review_comment": f"{api_repo}/pulls/comments{{/number}}",
-            "commits": f"{api_repo}/pulls/{n}/commits",
-            "statuses": f"{api_repo}/statuses/{pr.head_sha}",
-        }
+        html_repo, n = self.repo_html(pr.repo), pr.number
+        links = self._pull_links(pr)
         fill(
             obj,
             url=links["self"],
@@ -130,19 +121,37 @@ class PullRenderer(SharedRenderer):
             draft=pr.draft,
         )
         if facts is not None:
-            fill(
-                obj,
-                merged=pr.merged,
-                mergeable=facts.mergeable,
-                rebaseable=facts.mergeable,
-                mergeable_state=facts.mergeable_state,
-                merged_by=self.user(pr.merged_by),
-                comments=facts.comments,
-                review_comments=facts.review_comments,
-                maintainer_can_modify=pr.is_cross_repository,
-                commits=facts.commits,
-                additions=facts.additions,
-                deletions=facts.deletions,
-                changed_files=facts.changed_files,
-            )
+            self._fill_facts(obj, pr, facts)
         return obj
+
+    def _pull_links(self, pr: Pull) -> dict[str, str]:
+        """The pull's API and HTML links, by their ``_links`` names."""
+        api_repo, html_repo, n = self.repo_api(pr.repo), self.repo_html(pr.repo), pr.number
+        return {
+            "self": f"{api_repo}/pulls/{n}",
+            "html": f"{html_repo}/pull/{n}",
+            "issue": f"{api_repo}/issues/{n}",
+            "comments": f"{api_repo}/issues/{n}/comments",
+            "review_comments": f"{api_repo}/pulls/{n}/comments",
+            "review_comment": f"{api_repo}/pulls/comments{{/number}}",
+            "commits": f"{api_repo}/pulls/{n}/commits",
+            "statuses": f"{api_repo}/statuses/{pr.head_sha}",
+        }
+
+    def _fill_facts(self, obj: dict[str, Any], pr: Pull, facts: PullFacts) -> None:
+        """The fields only ``GET .../pulls/{n}`` has."""
+        fill(
+            obj,
+            merged=pr.merged,
+            mergeable=facts.mergeable,
+            rebaseable=facts.mergeable,
+            mergeable_state=facts.mergeable_state,
+            merged_by=self.user(pr.merged_by),
+            comments=facts.comments,
+            review_comments=facts.review_comments,
+            maintainer_can_modify=pr.is_cross_repository,
+            commits=facts.commits,
+            additions=facts.additions,
+            deletions=facts.deletions,
+            changed_files=facts.changed_files,
+        )

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("engine", "wrapper")
+PACKAGES = ("engine", "wrapper", "ghsim")
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
