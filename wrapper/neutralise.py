@@ -27,7 +27,6 @@ import logging
 import re
 from collections.abc import Iterable
 
-from engine.triggers import count_mentions, find_mention, has_raw_html, render, validate_handle
 from wrapper.ledger.ledger import find_secrets
 
 log = logging.getLogger("kdev.neutralise")
@@ -69,6 +68,8 @@ def neutralise(body: str, handle: str) -> str:
     counted mentions, so an ``@`` in code, in a link or in a quote is never touched.
     Idempotent.
     """
+    from engine.triggers import count_mentions, find_mention, validate_handle
+
     validate_handle(handle)
     count = count_mentions(body, handle)
     if count == 0:
@@ -92,6 +93,8 @@ def neutralise(body: str, handle: str) -> str:
 def _code_block_lines(body: str) -> set[int]:
     """0-based line numbers of fenced and indented code blocks (fences included), from
     the source positions cmark-gfm gives each ``<pre>``."""
+    from engine.triggers import render
+
     lines: set[int] = set()
     for match in _PRE_SOURCEPOS.finditer(render(body, sourcepos=True)):
         lines.update(range(int(match.group(1)) - 1, int(match.group(2))))
@@ -144,6 +147,8 @@ def escape_prose(text: str) -> str:
     The result is checked with the parser: should any raw HTML remain (a code span the
     scanner misjudged), every ``<`` outside code blocks is escaped, code spans included.
     """
+    from engine.triggers import has_raw_html
+
     escaped = _escape(text, spans=True)
     return escaped if not has_raw_html(escaped) else _escape(text, spans=False)
 

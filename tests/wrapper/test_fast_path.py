@@ -11,7 +11,8 @@ first a review (reviewed), then the same diff after the base was merged into the
   are read by wrapper.config_env, which needs ``engine.config`` only for an odd value;
 - prometheus_client and the engine's metrics: kdev exports none, so its GitHub client
   does not record the rate-limit gauges;
-- the modules of the other verbs (the command line imports a verb when it runs).
+- the modules of the other verbs (the command line imports a verb when it runs);
+- the leg runner, and the mention parser that only a posted comment needs.
 
 An eager import re-added anywhere on the path fails here, without timing anything.
 
@@ -52,6 +53,10 @@ NOT_ON_THE_PATH = {
     "wrapper.cli.verdicts",
     "wrapper.cli.explain",
     "wrapper.cli.config",
+    # what only a leg or a posted comment needs: the leg runner, and the mention parser
+    # (cmark-gfm) that neutralises a comment's mentions
+    "wrapper.review.leg",
+    "engine.triggers",
 }
 
 

@@ -24,13 +24,13 @@ from wrapper.git import Git
 from wrapper.post import post_comment
 from wrapper.review.budgetgate import defer_for_cap
 from wrapper.review.force import resolve_head
+from wrapper.review.leg import leg_worktree
 from wrapper.review.prompt import PromptInput, render_describe_prompt
 from wrapper.review.review import (
     ReviewContext,
     ReviewReport,
     ReviewRequest,
     admit,
-    leg_worktree,
     over_budget,
 )
 from wrapper.review.reviewer import run_reviewer_text

@@ -37,7 +37,6 @@ from wrapper.review.admission import admit
 from wrapper.review.budgetgate import defer, defer_for_cap, over_budget
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
 from wrapper.review.force import check_force_ready, resolve_head
-from wrapper.review.leg import leg_worktree, run_leg
 from wrapper.review.steps import moved_on, patch_of_head
 
 __all__ = [
@@ -47,7 +46,6 @@ __all__ = [
     "admit",
     "carry_forward",
     "defer",
-    "leg_worktree",
     "over_budget",
     "review_pr",
 ]
@@ -125,6 +123,9 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
         return carry_forward(ctx, req, existing)
 
     # 4. Budget gate: legs started in the trailing 24 h, rounds per PR, concurrency.
+    # (The leg's modules are imported only now: a carry-forward never runs a leg.)
+    from wrapper.review.leg import run_leg
+
     budgets = ctx.config.budgets
     over = over_budget(ctx, req, pr_url, patch_id)
     if over is not None:
