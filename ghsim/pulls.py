@@ -142,14 +142,8 @@ class PullSim(RepoSim, ProtectionSim):
         """A new commit on the PR head (a ``synchronize``); returns the new head sha."""
         with self.lock:
             pr = self.pull(repo, number)
-            parent = self._head_tip(pr)
-            now = self.now()
-            sha = self.git.commit_files(
-                pr.head_repo.path, parent, files, message or f"Update {pr.head_ref}", now
-            )
-            self.git.update_ref(pr.head_repo.path, f"refs/heads/{pr.head_ref}", sha)
-            self._synchronize(pr, sha)
-            return sha
+            message = message or f"Update {pr.head_ref}"
+            return self._commit_head(pr, self._head_tip(pr), files, message)
 
     def force_push(
         self, repo: str, number: int, files: Files, *, message: str | None = None
@@ -160,13 +154,14 @@ class PullSim(RepoSim, ProtectionSim):
             base_sha = self._base_tip(pr)
             if pr.is_cross_repository:
                 self._sync_upstream(pr.head_repo, pr.base_ref)
-            now = self.now()
-            sha = self.git.commit_files(
-                pr.head_repo.path, base_sha, files, message or f"Rewrite {pr.head_ref}", now
-            )
-            self.git.update_ref(pr.head_repo.path, f"refs/heads/{pr.head_ref}", sha)
-            self._synchronize(pr, sha)
-            return sha
+            return self._commit_head(pr, base_sha, files, message or f"Rewrite {pr.head_ref}")
+
+    def _commit_head(self, pr: Pull, parent: str, files: Files, message: str) -> str:
+        """One commit of ``files`` on ``parent`` becomes the PR's head (a synchronize)."""
+        sha = self.git.commit_files(pr.head_repo.path, parent, files, message, self.now())
+        self.git.update_ref(pr.head_repo.path, f"refs/heads/{pr.head_ref}", sha)
+        self._synchronize(pr, sha)
+        return sha
 
     def merge_base_into_head(self, repo: str, number: int) -> str:
         """A real merge commit of the base branch into the head branch; returns its sha.
