@@ -25,14 +25,15 @@ the whole subprocess, alternating, N times each:
   httpcore and builds the TLS context from certifi's bundle): the floor
   that kdev's own code and its git and GitHub calls come on top of.
 
-Then the ledger's size (D64): the same carry-forward with 10,000 PR directories of another
-repository in the ledger (**big**), and **big, whole sweep**: the same after removing the
-sweep stamp before each run, so every run walks the whole ledger, as every run did before
-D64. ``lazy`` is the baseline for both.
+Then the ledger's size (D64), three ways alternating: the carry-forward on the bench's
+ledger (**small**), on a copy of it with 10,000 PR directories of another repository added
+(**big**), and **big, whole sweep**: the same after removing the sweep stamp before each
+run, so every run walks the whole ledger, as every run did before D64. ``small`` is the
+baseline for both.
 
 Printed: the medians of wall time and of CPU time (the process and its git children,
 steadier than wall time on a shared machine), lazy/previous, lazy/before and
-lazy/eager, the share above ``python -c pass``, big/lazy,
+lazy/eager, the share above ``python -c pass``, big/small,
 and the target (lazy under 0.3 s).
 """
 
@@ -80,7 +81,17 @@ LIBRARIES = (
     "import sys; sys.modules['httpx._main'] = None; import pydantic, yaml, typer, httpx; "
     "from pydantic import BaseModel; httpx.Client()"
 )
-WAYS = ("lazy", "previous", "before", "eager", "python", "libraries", "big", "big_whole")
+WAYS = (
+    "lazy",
+    "previous",
+    "before",
+    "eager",
+    "python",
+    "libraries",
+    "small",
+    "big",
+    "big_whole",
+)
 OTHER_PRS = 10_000
 
 
@@ -138,27 +149,21 @@ def measure(runs: int, workdir: Path) -> FastPath:
             "python": [sys.executable, "-c", "pass"],
             "libraries": [sys.executable, "-c", LIBRARIES],
         }
-        _alternate(report, ways, checkout, env, runs)
-        reviews = Path(env["KDEV_REVIEWS_DIR"])
-        _grow_ledger(reviews)
-        stamp = reviews / ".leftovers-swept"
-        big = [str(BIN / "kdev"), *argv]
-        _alternate(report, {"big": big, "big_whole": big}, checkout, env, runs, stamp)
+        _alternate(report, {name: (command, env) for name, command in ways.items()}, checkout, runs)
+        _alternate(report, _ledger_ways(argv, env), checkout, runs)
     return report
 
 
 def _alternate(
     report: FastPath,
-    ways: dict[str, list[str]],
+    ways: dict[str, tuple[list[str], dict[str, str]]],
     checkout: Path,
-    env: dict[str, str],
     runs: int,
-    stamp: Path | None = None,
 ) -> None:
     for _ in range(runs):
-        for name, command in ways.items():
-            if name == "big_whole" and stamp is not None:
-                stamp.unlink(missing_ok=True)
+        for name, (command, env) in ways.items():
+            if name == "big_whole":  # every run walks the whole ledger, as before D64
+                (Path(env["KDEV_REVIEWS_DIR"]) / ".leftovers-swept").unlink(missing_ok=True)
             spent, cpu, outcome = _timed(command, checkout, env)
             report.times[name].append(spent)
             report.cpu[name].append(cpu)
@@ -166,13 +171,21 @@ def _alternate(
                 report.outcomes.add(outcome)
 
 
-def _grow_ledger(reviews: Path) -> None:
-    """OTHER_PRS PR directories of another repository, each a copy of the bench PR's."""
-    [own] = reviews.glob("*/pr-*")
-    others = reviews / "bench__others"
+def _ledger_ways(
+    argv: list[str], env: dict[str, str]
+) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The carry-forward on the bench's ledger (``small``) and on a copy of it with
+    OTHER_PRS PR directories of another repository added (``big``, ``big_whole``)."""
+    small = Path(env["KDEV_REVIEWS_DIR"])
+    big = small.with_name("reviews-big")
+    shutil.copytree(small, big, copy_function=shutil.copyfile)
+    [own] = big.glob("*/pr-*")
     for number in range(1, OTHER_PRS + 1):
-        shutil.copytree(own, others / f"pr-{number}", copy_function=shutil.copyfile)
+        shutil.copytree(own, big / "bench__others" / f"pr-{number}", copy_function=shutil.copyfile)
     os.sync()
+    kdev = [str(BIN / "kdev"), *argv]
+    big_env = {**env, "KDEV_REVIEWS_DIR": str(big)}
+    return {"small": (kdev, env), "big": (kdev, big_env), "big_whole": (kdev, big_env)}
 
 
 def report(result: FastPath) -> list[str]:
@@ -203,15 +216,19 @@ def report(result: FastPath) -> list[str]:
         f"{cpu['libraries'] * 1000:6.1f} ms   kdev's own code, git and GitHub: "
         f"{(wall['lazy'] - wall['libraries']) * 1000:.1f} ms",
         f"  target < 300 ms: {verdict}",
-        f"  with {OTHER_PRS:,} other PRs in the ledger (D64):",
+        f"  with {OTHER_PRS:,} other PRs in the ledger (D64), alternating with the bench's:",
+        _ledger_row("small", wall, cpu),
         _ledger_row("big", wall, cpu),
         _ledger_row("big_whole", wall, cpu),
     ]
 
 
 def _ledger_row(way: str, wall: dict[str, float], cpu: dict[str, float]) -> str:
-    label = "big" if way == "big" else "big, whole sweep every run"
-    return (
-        f"  {label:30s}{wall[way] * 1000:7.1f} ms  cpu {cpu[way] * 1000:6.1f} ms"
-        f"   {way}/lazy = {wall[way] / wall['lazy']:.2f} (cpu {cpu[way] / cpu['lazy']:.2f})"
+    label = {"small": "small (the bench's ledger)", "big": "big"}.get(
+        way, "big, whole sweep every run"
     )
+    line = f"  {label:30s}{wall[way] * 1000:7.1f} ms  cpu {cpu[way] * 1000:6.1f} ms"
+    if way == "small":
+        return line
+    ratio, cpu_ratio = wall[way] / wall["small"], cpu[way] / cpu["small"]
+    return f"{line}   {way}/small = {ratio:.2f} (cpu {cpu_ratio:.2f})"
