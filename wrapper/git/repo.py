@@ -194,8 +194,11 @@ class Git(GitPublish):
         worktrees whose directory is gone (a crashed run's). Never raises. A checkout
         with no registered worktree has nothing to prune, and git is not started."""
         registered = self.common_dir() / "worktrees"
-        if not registered.is_dir() or not any(registered.iterdir()):
-            return
+        try:
+            if not registered.is_dir() or not any(registered.iterdir()):
+                return
+        except OSError:
+            pass  # unreadable: let git decide
         with self.checkout_lock():
             self._run(["worktree", "prune"], ok_codes=tuple(range(256)))
 
