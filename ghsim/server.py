@@ -31,7 +31,7 @@ from ghsim.payloads import DOCS, Renderer, error_body
 from ghsim.routes import Ctx, HttpError, serve_route
 
 if TYPE_CHECKING:
-    from ghsim.sim import GitHubSim
+    from ghsim.state import SimState as GitHubSim
 
 PRIMARY_MESSAGE = (
     "API rate limit exceeded for user ID {user_id}. If you reach out to GitHub Support for "

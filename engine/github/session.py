@@ -136,12 +136,11 @@ class _Pages:
 
 
 def _record_rate(identity: str, headers: Mapping[str, str]) -> None:
-    """The engine's rate-limit gauges (engine.run.metrics), imported on first use: a
-    process that keeps no metrics (``record_rates=False``) never loads
-    prometheus_client (issue 19)."""
-    from engine.run.metrics import record_rate
+    """Note the rate-limit headers for the engine's gauges (engine.github.ratelog, read by
+    engine.run.metrics at scrape time; the send path never loads prometheus_client)."""
+    from engine.github import ratelog
 
-    record_rate(identity, headers)
+    ratelog.note(identity, headers)
 
 
 class GitHubSession:

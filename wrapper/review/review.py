@@ -82,7 +82,8 @@ def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictR
     only when the PR has a findings record (the carry-forward path stays light, D35)."""
     if not any(ctx.ledger.pr_dir(req.repo, req.pr).glob("findings-*.json")):
         return
-    from wrapper.review.findings_post import PostTarget, check_withdrawn, withdraw_pending
+    from wrapper.review.findings_post import check_withdrawn, withdraw_pending
+    from wrapper.review.findings_target import PostTarget
 
     target = PostTarget(
         ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr, record.head_sha
