@@ -86,7 +86,8 @@ def main(args: list[str]) -> int:
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
-        signal.signal(signum, signal.SIG_DFL)
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # those have no handler
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     sys.stdout.flush()
     os._exit(os.waitstatus_to_exitcode(status))
