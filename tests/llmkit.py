@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ class FakeUpstream:
     answer: bytes = json.dumps(CANNED).encode()
     answer_size: int | None = None  # send this many bytes instead of ``answer``
     chunked: bool = False  # answer without Content-Length, in chunks
+    delay: float = 0.0  # seconds before answering
 
     @property
     def port(self) -> int:
@@ -47,6 +49,7 @@ def fake_upstream() -> Iterator[FakeUpstream]:
             body = self.rfile.read(length) if length else b""
             headers = {name.lower(): value for name, value in self.headers.items()}
             state.seen.append(Seen(self.command, self.path, headers, body))
+            time.sleep(state.delay)
             answer = state.answer if state.answer_size is None else b"x" * state.answer_size
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -68,7 +71,11 @@ def fake_upstream() -> Iterator[FakeUpstream]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that hung up (the proxy's timeout tests)
+
+    server = Server(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}"

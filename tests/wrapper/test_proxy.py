@@ -90,6 +90,7 @@ def test_a_request_goes_upstream_with_the_key_and_without_the_reviewers_auth(
     assert (seen.method, seen.path, seen.body) == ("POST", "/v1/messages?beta=true", body)
     assert seen.headers["x-api-key"] == KEY and "authorization" not in seen.headers
     assert seen.headers["anthropic-version"] == "2023-06-01"
+    assert seen.headers["accept-encoding"] == "identity"  # never gzip the client did not ask for
     assert seen.headers["host"] == f"127.0.0.1:{upstream.port}"
     assert (stats.requests, stats.refused, stats.bytes_in) == (1, 0, len(body))
     assert stats.bytes_out == len(json.dumps(CANNED))
@@ -248,8 +249,7 @@ def test_without_a_sandbox_the_reviewer_calls_through_and_holds_no_key(
 ) -> None:
     # Even listed in reviewer_env (extra_env_names), key_env never reaches the reviewer.
     reviewer = CommandReviewer(
-        argv=[sys.executable, "-c", REVIEWER],
-        api_proxy=proxy_config(upstream, placeholder_env={"ANTHROPIC_API_KEY": "kdev-proxy"}),
+        argv=[sys.executable, "-c", REVIEWER], api_proxy=proxy_config(upstream)
     )
     environ = {"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": KEY}
     output = run_reviewer_text(
@@ -261,7 +261,7 @@ def test_without_a_sandbox_the_reviewer_calls_through_and_holds_no_key(
         sandbox=Sandbox("off"),
     )
     env = json.loads(output.splitlines()[0])
-    assert env["ANTHROPIC_API_KEY"] == "kdev-proxy" and KEY not in output
+    assert "ANTHROPIC_API_KEY" not in env and KEY not in output
     assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
     assert output.rstrip().endswith("VERDICT: APPROVE")
     assert [s.headers["x-api-key"] for s in upstream.seen] == [KEY]
@@ -349,3 +349,17 @@ def test_config_validate_names_the_exposed_key(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "env_passthrough lists ANTHROPIC_API_KEY" in result.stdout + result.stderr
+
+
+def test_a_slow_upstream_is_a_504(upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    upstream.delay = 2.0
+    with caplog.at_level(logging.INFO, logger="kdev.proxy"):
+        with ApiProxyServer(proxy_config(upstream, request_timeout_seconds=0.5), KEY) as proxy:
+            headers = {"Host": f"127.0.0.1:{proxy.port}", "Expect": "100-continue"}
+            answer = exchange(
+                ("127.0.0.1", proxy.port), request(proxy.port, "POST", "/v1/m", headers, b"{}")
+            )
+    interim, final = answer.split(b"\r\n\r\n", 1)  # http.server's 100 Continue, then ours
+    assert status_of(interim) == 100 and status_of(final) == 504
+    assert "upstream timed out" in caplog.text
+    assert "expect" not in upstream.seen[0].headers  # answered here, not passed on

@@ -53,6 +53,7 @@ _DROPPED_HEADERS = frozenset(
         "trailer",
         "transfer-encoding",
         "upgrade",
+        "expect",
         "host",
         "content-length",
         "authorization",
@@ -328,6 +329,10 @@ class ApiProxyServer:
     def _headers(self, received: Any) -> list[tuple[str, str]]:
         dropped = _DROPPED_HEADERS | {self.config.header}
         headers = [(n, v) for n, v in received.items() if n.lower() not in dropped]
+        if received.get("Accept-Encoding") is None:
+            # Else httpx asks for gzip, and the raw answer would reach a client that
+            # cannot read it.
+            headers.append(("Accept-Encoding", "identity"))
         headers.append(self._key_header)
         return headers
 
@@ -365,7 +370,8 @@ class ApiProxyServer:
             name = raw_name.decode("latin-1")
             if name.lower() not in _DROPPED_ANSWER_HEADERS:
                 handler.send_header(name, raw_value.decode("latin-1"))
-        chunked = length is None and handler.command != "HEAD"
+        bodiless = handler.command == "HEAD" or response.status_code in (204, 304)
+        chunked = length is None and not bodiless
         if chunked:
             handler.send_header("Transfer-Encoding", "chunked")
         elif length is not None:
@@ -390,6 +396,8 @@ class ApiProxyServer:
                     handler.wfile.write(b"0\r\n\r\n")
         except httpx.HTTPError as exc:
             note = f" (upstream broke off: {type(exc).__name__})"
+        except OSError:
+            note = " (the reviewer hung up)"
         if note:
             handler.close_connection = True  # the client sees a truncated answer
         return response.status_code, sent, note
