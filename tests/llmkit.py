@@ -43,6 +43,7 @@ def fake_upstream() -> Iterator[FakeUpstream]:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def _any(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))

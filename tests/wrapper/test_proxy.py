@@ -363,3 +363,20 @@ def test_a_slow_upstream_is_a_504(upstream: FakeUpstream, caplog: pytest.LogCapt
     assert status_of(interim) == 100 and status_of(final) == 504
     assert "upstream timed out" in caplog.text
     assert "expect" not in upstream.seen[0].headers  # answered here, not passed on
+
+
+def test_a_client_that_cannot_be_built_answers_502(
+    tmp_path: Path,
+    upstream: FakeUpstream,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(garbage))  # httpx reads it when it builds the client
+    with caplog.at_level(logging.INFO, logger="kdev.proxy"):
+        with ApiProxyServer(proxy_config(upstream), KEY) as proxy:
+            host = {"Host": f"127.0.0.1:{proxy.port}"}
+            answer = exchange(("127.0.0.1", proxy.port), request(proxy.port, "GET", "/v1/m", host))
+    assert status_of(answer) == 502 and upstream.seen == []
+    assert "cannot build its HTTP client (SSLError)" in caplog.text

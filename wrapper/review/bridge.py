@@ -57,6 +57,8 @@ def serve(listener: socket.socket, path: str) -> None:
             client, _ = listener.accept()
         except OSError:
             continue
+        # Small writes (headers, then body) must not wait for the client's delayed ACK.
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         threading.Thread(target=carry, args=(client, path), daemon=True).start()
 
 

@@ -20,6 +20,7 @@ TCP inside to the socket), else on an ephemeral port of host loopback. Why: D65.
 from __future__ import annotations
 
 import logging
+import socket
 import socketserver
 import sys
 import threading
@@ -247,6 +248,12 @@ class _UnixServer(_ProxyServer, socketserver.UnixStreamServer):
 class _TcpServer(_ProxyServer, socketserver.TCPServer):
     allow_reuse_address = False
 
+    def get_request(self) -> tuple[Any, Any]:
+        # Headers and body go out in two writes: no Nagle wait for a delayed ACK.
+        conn, address = super().get_request()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn, address
+
 
 class ApiProxyServer:
     """One leg's proxy. ``socket_path``: listen there (bwrap), else on 127.0.0.1:0.
@@ -267,10 +274,12 @@ class ApiProxyServer:
         self.stats = ProxyStats()
         value = f"Bearer {key}" if config.header == "authorization" else key
         self._key_header = (config.header, value)
-        self._client = httpx.Client(
-            transport=transport,
-            timeout=httpx.Timeout(config.request_timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS),
-            follow_redirects=False,
+        # Building the client (its TLS context) takes a while: it is built beside the
+        # reviewer's own start (__enter__), and the first request waits for it.
+        self._clients: list[httpx.Client] = []
+        self._client_problem = ""
+        self._building = threading.Thread(
+            target=self._build_client, args=(transport,), name="kdev-proxy-client", daemon=True
         )
         server: _ProxyServer
         port = own_port or 0
@@ -286,7 +295,7 @@ class ApiProxyServer:
         self.port = port
         self._own_hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
         self._thread = threading.Thread(
-            target=server.serve_forever, args=(0.1,), name="kdev-api-proxy", daemon=True
+            target=server.serve_forever, args=(0.05,), name="kdev-api-proxy", daemon=True
         )
 
     @property
@@ -295,13 +304,32 @@ class ApiProxyServer:
         return f"http://127.0.0.1:{self.port}{self.upstream.prefix}"
 
     def __enter__(self) -> ApiProxyServer:
+        self._building.start()
         self._thread.start()
         return self
+
+    def _build_client(self, transport: httpx.BaseTransport | None) -> None:
+        timeout = httpx.Timeout(
+            self.config.request_timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS
+        )
+        try:
+            client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
+        except Exception as exc:  # e.g. an unreadable SSL_CERT_FILE: every request is a 502
+            self._client_problem = type(exc).__name__
+            log.error("api proxy: cannot build its HTTP client (%s)", self._client_problem)
+            return
+        self._clients.append(client)
+
+    def _client(self) -> httpx.Client | None:
+        self._building.join()
+        return self._clients[0] if self._clients else None
 
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
-        self._client.close()
+        client = self._client()
+        if client is not None:
+            client.close()
         stats = self.stats
         log.info(
             "api proxy: %d requests (%d refused), %d B in, %d B out",
@@ -341,11 +369,15 @@ class ApiProxyServer:
         a note for the log)."""
         deadline = time.monotonic() + self.config.request_timeout_seconds
         url = self.upstream.url(handler.path)
-        request = self._client.build_request(
+        client = self._client()
+        if client is None:
+            handler._answer(502, b"kdev api proxy: no HTTP client\n")
+            return 502, 0, f" (no HTTP client: {self._client_problem})"
+        request = client.build_request(
             handler.command, url, headers=self._headers(handler.headers), content=body
         )
         try:
-            response = self._client.send(request, stream=True)
+            response = client.send(request, stream=True)
         except httpx.TimeoutException:
             handler._answer(504, b"kdev api proxy: upstream timed out\n")
             return 504, 0, " (upstream timed out)"
