@@ -26,6 +26,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from engine.credentials import TOKEN_VARIABLES, token_from_sources
 from engine.errors import ConfigError
 from engine.github.limits import (
     DEFAULT_POINTS_PER_MINUTE,
@@ -109,6 +110,7 @@ class Settings(BaseSettings):
     sync_interval_seconds: float = Field(2.0, ge=0, validation_alias=_env("LI_SYNC_INTERVAL"))
     heartbeat_interval_seconds: float = 5.0
     github_api_url: str = Field(DEFAULT_GITHUB_API_URL, validation_alias=_env("GITHUB_API_URL"))
+    # Without these variables, from_env reads GITHUB_TOKEN_FILE or the systemd credential.
     github_token: str | None = Field(
         None, repr=False, validation_alias=_env("GITHUB_TOKEN", "GH_TOKEN")
     )
@@ -147,10 +149,18 @@ class Settings(BaseSettings):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read ``LI_*`` and ``GITHUB_*`` variables; malformed values raise ConfigError."""
+        """Read ``LI_*`` and ``GITHUB_*`` variables; malformed values raise ConfigError.
+
+        The token without ``GITHUB_TOKEN`` / ``GH_TOKEN`` comes from ``GITHUB_TOKEN_FILE``
+        or the systemd credential (:func:`engine.credentials.token_from_sources`)."""
         env = os.environ if environ is None else environ
         try:
-            return cls(**_MappingEnvSource(cls, env)())
+            values = _MappingEnvSource(cls, env)()
+            if not {"github_token", *TOKEN_VARIABLES}.intersection(values):
+                token = token_from_sources(env)
+                if token is not None:
+                    values = {**values, "github_token": token}
+            return cls(**values)
         except SettingsError as exc:
             raise ConfigError(f"malformed setting: {exc}", "invalid_setting") from None
         except ValidationError as exc:

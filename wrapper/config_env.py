@@ -10,7 +10,9 @@ that ``Settings.from_env`` would accept the environment and read them the same w
   also accepts them, the field names themselves) is absent, empty (which counts as unset)
   or in a plain form whose meaning is not in doubt: digits for a whole number, digits
   with an optional decimal fraction for seconds, valid names for ``LI_ENV_PASSTHROUGH``,
-  any text for the strings; each within its field's bounds;
+  any text for the strings; each within its field's bounds; and a token variable is
+  set, or neither ``GITHUB_TOKEN_FILE`` nor ``CREDENTIALS_DIRECTORY`` (which name a
+  file that ``Settings`` reads the token from);
 - then the values are read as ``Settings`` reads them: ``GITHUB_API_URL`` without a
   trailing ``/``, ``GITHUB_TOKEN`` before ``GH_TOKEN``, a zero ``LI_GITHUB_TIMEOUT``
   meaning 30, the defaults otherwise.
@@ -57,6 +59,8 @@ VARIABLES: dict[str, tuple[str, int, int | None]] = {
     "LI_RUNS_KEEP_PER_SCHEDULE": ("whole", 0, None),
     "LI_TRIGGER_KEYS_KEEP_DAYS": ("whole", 2, None),
 }
+# Without a token variable Settings reads the token from the file these name (D66).
+TOKEN_FILES = frozenset({"GITHUB_TOKEN_FILE", "CREDENTIALS_DIRECTORY"})
 # Settings' field names, which pydantic-settings also reads as variables (populate_by_name).
 FIELD_NAMES = frozenset(
     {
@@ -108,6 +112,8 @@ def read_plain(environ: Mapping[str, str]) -> GitHubEnv | None:
     env = {name: value for name, value in environ.items() if value != ""}
     if FIELD_NAMES.intersection(env):
         return None
+    if not {"GITHUB_TOKEN", "GH_TOKEN"}.intersection(env) and TOKEN_FILES.intersection(env):
+        return None  # the token is in a file: Settings reads it (engine.credentials)
     for name, (kind, lowest, highest) in VARIABLES.items():
         if name in env and not _plain(env[name], kind, lowest, highest):
             return None
