@@ -1,16 +1,19 @@
 """The bounds of one GitHub answer (issue 24): its decoded size, one deadline, redirects.
 
 :func:`send_bounded` is how :meth:`engine.github.session.GitHubSession._send` sends. It
-streams the answer and counts the *decoded* bytes as httpx inflates them, so a small
-gzip body that inflates to a gigabyte stops at :attr:`Bounds.max_body_bytes`
-(``body_too_large``). One monotonic deadline covers the whole request: each hop's
-connect, write and read timeouts are clamped to the time left, and the time is checked
-again after the headers and after every chunk, so a body dripped one byte a second ends
-at the deadline (``request_deadline``), not after one read timeout per byte. Redirects
-are followed here, not by httpx: at most :attr:`Bounds.max_redirects` hops, only to the
-API's own origin (scheme, host and port), 307/308 keeping the method and body and
-301/302/303 only for a GET; anything else is ``redirect_refused``, so neither the token
-nor the answer of another origin takes part in a decision.
+streams the answer and inflates it itself (gzip or deflate, a mebibyte at a time),
+counting the *decoded* bytes, so a small gzip body that inflates to a gigabyte stops at
+:attr:`Bounds.max_body_bytes` (``body_too_large``) with at most a mebibyte over it held.
+
+One monotonic deadline covers the whole request: each hop's connect, write and read
+timeouts are clamped to the time left, and the time is checked again after the headers
+and after every chunk, so a body dripped one byte a second ends at the deadline
+(``request_deadline``), not after one read timeout per byte.
+
+Redirects are followed here, not by httpx: at most :attr:`Bounds.max_redirects` hops,
+only to the API's own origin (scheme, host and port), 307/308 keeping the method and
+body and 301/302/303 only for a GET; anything else is ``redirect_refused``, so neither
+the token nor the answer of another origin takes part in a decision.
 
 What it raises beside httpx's own errors is :class:`OutOfBounds`, which names the error
 class; the session turns it into that error (redacted, logged) as it does every failure.
@@ -19,7 +22,8 @@ class; the session turns it into that error (redacted, logged) as it does every 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +48,11 @@ _KEEPS_METHOD = frozenset({307, 308})
 # Headers that describe the encoded body, not the decoded one a bounded answer holds.
 _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 Origin = tuple[str, str, int | None]
+# What the session asks for and this module inflates itself, at most _STEP bytes a call,
+# so no compressed chunk (httpcore reads 64 KiB) becomes 64 MiB before it is counted.
+ACCEPT_ENCODING = "gzip, deflate"
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": 32 + zlib.MAX_WBITS}
+_STEP = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -140,7 +149,7 @@ def _read(
     """The decoded body of ``response``, counted chunk by chunk, as a read answer."""
     chunks: list[bytes] = []
     size = 0
-    for chunk in response.iter_bytes():
+    for chunk in _decoded(response):
         size += len(chunk)
         if size > bounds.max_body_bytes:
             raise OutOfBounds(
@@ -166,6 +175,34 @@ def _read(
         request=response.request,
         extensions=extensions,
     )
+
+
+def _decoded(response: httpx.Response) -> Iterator[bytes]:
+    """The body of ``response`` decoded from its ``Content-Encoding`` (none, gzip or
+    deflate) in pieces of at most :data:`_STEP` bytes; ``httpx.DecodingError`` for
+    another encoding or a broken stream (``malformed_payload``)."""
+    coding = response.headers.get("content-encoding", "identity").strip().lower()
+    if coding in ("", "identity"):
+        yield from response.iter_raw()
+        return
+    if coding not in _WBITS:
+        raise httpx.DecodingError(f"unsupported Content-Encoding {coding!r}")
+    decoder = zlib.decompressobj(_WBITS[coding])
+    received = False
+    try:
+        for data in response.iter_raw():
+            received = received or bool(data)
+            piece = decoder.decompress(data, _STEP)
+            yield piece
+            while decoder.unconsumed_tail or len(piece) == _STEP:
+                piece = decoder.decompress(decoder.unconsumed_tail, _STEP)
+                if not piece and not decoder.unconsumed_tail:
+                    break
+                yield piece
+    except zlib.error as exc:
+        raise httpx.DecodingError(f"{coding} body: {exc}") from None
+    if received and not decoder.eof:
+        raise httpx.DecodingError(f"the {coding} body ends before its stream does")
 
 
 def _follow(

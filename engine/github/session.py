@@ -27,7 +27,7 @@ import httpx
 
 from engine import __version__
 from engine.errors import ConfigError, InvalidInput
-from engine.github.bounded import Bounds, OutOfBounds, send_bounded
+from engine.github.bounded import ACCEPT_ENCODING, Bounds, OutOfBounds, send_bounded
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
 from engine.github.parse import json_name, parse_rate
@@ -185,6 +185,7 @@ class GitHubSession:
         self._clock = clock
         headers = {
             "Accept": "application/vnd.github+json",
+            "Accept-Encoding": ACCEPT_ENCODING,  # what engine.github.bounded inflates
             "X-GitHub-Api-Version": API_VERSION,
             "User-Agent": f"li/{__version__}",
         }
