@@ -53,6 +53,8 @@ Origin = tuple[str, str, int | None]
 ACCEPT_ENCODING = "gzip, deflate"
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": 32 + zlib.MAX_WBITS}
 _STEP = 1 << 20
+# A timeout that ends this close to the deadline was the deadline's (clamped) one.
+_SLACK = 0.05
 
 
 @dataclass(frozen=True)
@@ -102,14 +104,14 @@ def send_bounded(
         request = client.build_request(
             method, url, headers=headers, json=json_body, timeout=_clamped(client.timeout, left)
         )
-        response = client.send(request, stream=True)
         try:
-            _time_left(deadline, clock, bounds)
-            location = response.headers.get("location")
-            if response.status_code not in REDIRECT_STATUSES or location is None:
-                return _read(response, bounds, deadline, clock)
-        finally:
-            response.close()
+            response = _one_hop(client, request, bounds, deadline, clock)
+        except httpx.TimeoutException:
+            _time_left(deadline, clock, bounds, slack=_SLACK)  # the clamp was the deadline's
+            raise
+        if response.status_code not in REDIRECT_STATUSES or "location" not in response.headers:
+            return response
+        location = response.headers["location"]
         method, url, json_body = _follow(method, url, json_body, response.status_code, location)
         _check_origin(url, origin, response.status_code)
     raise OutOfBounds(
@@ -119,9 +121,32 @@ def send_bounded(
     )
 
 
-def _time_left(deadline: float, clock: Callable[[], float], bounds: Bounds) -> float:
+def _one_hop(
+    client: httpx.Client,
+    request: httpx.Request,
+    bounds: Bounds,
+    deadline: float,
+    clock: Callable[[], float],
+) -> httpx.Response:
+    """One request: a redirect answer unread (its ``Location`` is all it says), any
+    other with its body read within the bounds."""
+    response = client.send(request, stream=True)
+    try:
+        _time_left(deadline, clock, bounds)
+        if response.status_code in REDIRECT_STATUSES and "location" in response.headers:
+            return response
+        return _read(response, bounds, deadline, clock)
+    finally:
+        response.close()
+
+
+def _time_left(
+    deadline: float, clock: Callable[[], float], bounds: Bounds, *, slack: float = 0.0
+) -> float:
+    """Seconds left before ``deadline``; ``request_deadline`` when none (or no more than
+    ``slack``: a timeout clamped to the deadline fires a hair before it) are."""
     left = deadline - clock()
-    if left <= 0:
+    if left <= slack:
         raise OutOfBounds(
             GitHubDeadlineExceeded,
             f"no whole answer within {bounds.deadline_seconds:g} s (LI_GITHUB_DEADLINE)",
