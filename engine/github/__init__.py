@@ -10,6 +10,8 @@ implementation)::
     parse    pure JSON -> types: parse_pull_item, parse_pull_page, parse_rate and the
              field readers get_field / optional_field / parse_time (raising Malformed)
     pacing   RequestPacer, pacer_for, token_identity: spacing and rate-limit deferral
+    bounded  the bounds of one answer on the one send path: the decoded body capped as it
+             is inflated, one deadline per request, redirects only within the API's origin
     session  GitHubSession, redact, status_error_class: the HTTP core of one token -
              paced requests, the one pagination loop, the one translation table from
              transport errors, statuses and GraphQL errors to the error classes, and the

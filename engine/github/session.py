@@ -1,8 +1,10 @@
 """The HTTP core every GitHub call goes through: one token, paced requests, one error map.
 
 :class:`GitHubSession` owns the connection, the token and its pacer. It sends every
-request (:meth:`~GitHubSession._send`), follows ``Link: rel="next"`` through the one
-pagination loop (:meth:`~GitHubSession._paginate`), and translates every failure at this
+request (:meth:`~GitHubSession._send`, within the bounds of engine.github.bounded: the
+decoded body capped, one deadline, redirects only within the API's origin), follows
+``Link: rel="next"`` through the one pagination loop (:meth:`~GitHubSession._paginate`),
+and translates every failure at this
 one boundary into one :class:`~engine.github.types.GitHubError` class per failure kind,
 from one table: :data:`_TRANSPORT_ERRORS` (httpx exceptions), :func:`status_error_class`
 (HTTP statuses and rate-limit headers) and :data:`_GRAPHQL_ERRORS` (GraphQL error types).
