@@ -91,6 +91,7 @@ LINKS = {
     "loop_b": "loop_a",
     "self": "self",
     "sub/sibling": "../deep/dir/x/file",  # up one, then down: inside, kept
+    "sneak": "../tree/deep/dir/x/file",  # out and back in by the tree's name: skipped
 }
 
 
