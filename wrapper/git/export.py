@@ -163,8 +163,11 @@ class BlobReader:
         self._answers = answers
 
     def _ask(self, oid: bytes) -> int:
-        self._requests.write(oid + b"\n")
-        self._requests.flush()
+        try:
+            self._requests.write(oid + b"\n")
+            self._requests.flush()
+        except BrokenPipeError:
+            raise WorktreeError("git cat-file stopped reading", "worktree_failed") from None
         header = self._answers.readline()
         fields = header.split()
         if len(fields) != 3 or fields[0] != oid or fields[1] != b"blob" or not fields[2].isdigit():
