@@ -47,6 +47,9 @@ LINK_MODE = b"120000"
 GITLINK_MODE = b"160000"
 MAX_LINK_TARGET = 4096  # PATH_MAX: a longer target is no link the kernel would make
 MAX_HOPS = 40  # the kernel's limit of links followed in one lookup (ELOOP beyond)
+# Steps (components taken) to judge all the links of one tree: a real tree needs a few
+# per link; thousands of 40-link chains of 2,000-component targets would need billions.
+MAX_LINK_STEPS = 2_000_000
 CHUNK = 64 * 1024
 # What ``ls-tree`` and ``cat-file --batch`` never read anyway, for the record: no
 # attributes file of the operator's either (the system's is off: GIT_ATTR_NOSYSTEM).
@@ -107,7 +110,23 @@ def parse_listing(listing: bytes) -> Iterator[tuple[bytes, bytes, bytes]]:
         yield fields[0], fields[2], path
 
 
-def stays_inside(path: TreePath, links: Mapping[TreePath, bytes]) -> bool:
+class _TooCostly(Exception):
+    """The links of a tree took more than :data:`MAX_LINK_STEPS` steps to judge."""
+
+
+class _Steps:
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+    def take(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise _TooCostly
+
+
+def stays_inside(
+    path: TreePath, links: Mapping[TreePath, bytes], steps: _Steps | None = None
+) -> bool:
     """True when the link at ``path`` (its target in ``links``) resolves, as the kernel
     resolves it with exactly ``links`` as the tree's links, without stepping above the
     root: components are taken in order, each link met is replaced by its target
@@ -121,7 +140,9 @@ def stays_inside(path: TreePath, links: Mapping[TreePath, bytes]) -> bool:
     pending = list(reversed(target.split(b"/")))
     here = list(path[:-1])
     hops = 1
+    steps = steps or _Steps(MAX_LINK_STEPS)
     while pending:
+        steps.take()
         name = pending.pop()
         if name in (b"", b"."):
             continue
@@ -144,14 +165,26 @@ def stays_inside(path: TreePath, links: Mapping[TreePath, bytes]) -> bool:
 def kept_links(links: Mapping[TreePath, bytes]) -> set[TreePath]:
     """The links of ``links`` that stay inside the tree (:func:`stays_inside`), decided
     together: links that escape are dropped and the rest judged again without them,
-    until every one left stays inside with exactly the others left."""
+    until every one left stays inside with exactly the others left.
+
+    A tree whose links take more than :data:`MAX_LINK_STEPS` steps in all to judge (a
+    hostile one: thousands of long chains) keeps none of them."""
     kept = dict(links)
-    while True:
-        escaping = [path for path in kept if not stays_inside(path, kept)]
-        if not escaping:
-            return set(kept)
-        for path in escaping:
-            del kept[path]
+    steps = _Steps(MAX_LINK_STEPS)
+    try:
+        while True:
+            escaping = [path for path in kept if not stays_inside(path, kept, steps)]
+            if not escaping:
+                return set(kept)
+            for path in escaping:
+                del kept[path]
+    except _TooCostly:
+        log.warning(
+            "review tree: its %d links take over %d steps to judge; none is kept",
+            len(links),
+            MAX_LINK_STEPS,
+        )
+        return set()
 
 
 class BlobReader:
@@ -265,7 +298,7 @@ class _Writer:
         self.dirs = _Directories(root_fd)
         self.blobs = blobs
         self.report = ExportReport()
-        self.taken: set[TreePath] = set()  # every path written, directories included
+        self.taken: set[TreePath] = set()  # every file and submodule written
         self.links: dict[TreePath, bytes] = {}
 
     def entry(self, mode: bytes, oid: bytes, raw: bytes) -> None:
