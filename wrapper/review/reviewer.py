@@ -54,14 +54,19 @@ STDERR_TAIL_BYTES = 4096
 KILL_GRACE_SECONDS = 5.0
 HTTP_RESPONSE_LIMIT_BYTES = 8 * 1024 * 1024
 BASE_ENV_NAMES = ("PATH", "HOME", "LANG")
-# Git inside the reviewer's worktree: no hooks from the PR, no submodule fetches, and
-# never a credential prompt.
+# Git inside the reviewer's worktree: no hooks from the PR, no submodule fetches, no
+# repository found implicitly in a bare one the PR carries (its config could name an
+# fsmonitor), no fsmonitor at all, and never a credential prompt (D67).
 GIT_SAFETY_ENV = {
-    "GIT_CONFIG_COUNT": "2",
+    "GIT_CONFIG_COUNT": "4",
     "GIT_CONFIG_KEY_0": "core.hooksPath",
     "GIT_CONFIG_VALUE_0": "/dev/null",
     "GIT_CONFIG_KEY_1": "submodule.recurse",
     "GIT_CONFIG_VALUE_1": "false",
+    "GIT_CONFIG_KEY_2": "safe.bareRepository",
+    "GIT_CONFIG_VALUE_2": "explicit",
+    "GIT_CONFIG_KEY_3": "core.fsmonitor",
+    "GIT_CONFIG_VALUE_3": "false",
     "GIT_TERMINAL_PROMPT": "0",
 }
 
