@@ -42,9 +42,13 @@ class Outcome(enum.StrEnum):
 
 
 class KdevError(LiError):
-    """Base of every error kdev raises on purpose (message, reason, exit code)."""
+    """Base of every error kdev raises on purpose (message, reason, exit code).
+
+    ``notified`` is set once a FAILURE notice for it was sent, so a run that ends with it
+    sends exactly one (wrapper.review.review.review_pr sends it where no step did)."""
 
     exit_code = 1
+    notified: bool = False
 
 
 class ConfigError(KdevError):

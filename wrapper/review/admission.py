@@ -32,6 +32,7 @@ def read_metadata(ctx: ReviewContext, req: ReviewRequest) -> PullRequest:
             req,
             failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
         )
+        exc.notified = True
         raise
 
 

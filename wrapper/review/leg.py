@@ -59,6 +59,7 @@ def leg_worktree(
             req,
             failure_notification(req.repo, req.pr, exc.reason, exc.message, pr_url, req.head_sha),
         )
+        exc.notified = True
         raise exc from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -30,6 +30,7 @@ import logging
 
 from wrapper.errors import KdevError, Outcome
 from wrapper.git import Git
+from wrapper.leakscan import known_secrets, withhold_leak
 from wrapper.ledger.delivery import deliver
 from wrapper.ledger.ledger import IndexEntry, VerdictRecord
 from wrapper.ledger.leftovers import leftover_age, prune_leftovers
@@ -96,15 +97,37 @@ def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictR
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     """Run the workflow (docs/decisions.md D5) for one fired event (see the module doc).
 
-    A failure that is no :class:`~wrapper.errors.KdevError` (a bug: the command ends
-    ``internal_error``) sends the FAILURE notice too, then propagates (D67)."""
+    Every failure ends with exactly one FAILURE notice: a :class:`~wrapper.errors.KdevError`
+    no step sent one for (a fetch, the ledger, ``no_reviewer``, ...) gets it here, its
+    message withheld if it holds a secret; a failure that is no KdevError (a bug: the
+    command ends ``internal_error``) gets one naming only its class (D67). Then the
+    error propagates."""
     try:
         return _workflow(req, ctx)
-    except KdevError:
-        raise  # a failure kdev names: the step that raised it decides its notice
+    except KdevError as exc:
+        if not exc.notified:
+            notify_failure(ctx, req, exc)
+        raise
     except Exception as exc:
         notify_internal_error(ctx, req, exc)
         raise
+
+
+def notify_failure(ctx: ReviewContext, req: ReviewRequest, exc: KdevError) -> None:
+    """The FAILURE notice of ``exc``, which no step of the workflow sent. Never raises."""
+    pr_url = req.pr_url or f"https://github.com/{req.repo}/pull/{req.pr}"
+    shown = withhold_leak(exc, known_secrets(ctx.config, ctx.environ))
+    try:
+        notify(
+            ctx,
+            req,
+            failure_notification(
+                req.repo, req.pr, shown.reason, shown.message, pr_url, req.head_sha
+            ),
+        )
+    except Exception as problem:  # the original error is what the caller must see
+        log.warning("the %s notice failed: %s", exc.reason, type(problem).__name__)
+    exc.notified = True
 
 
 def notify_internal_error(ctx: ReviewContext, req: ReviewRequest, exc: Exception) -> None:
