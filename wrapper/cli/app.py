@@ -1,4 +1,4 @@
-"""The kdev command line: the table of verbs (``kdev = "wrapper.cli.app:app"``).
+"""The kdev command line: the table of verbs (the console script is ``wrapper.cli.entry:main``).
 
 Each verb group lives in a module of its own and is listed in :data:`VERBS`, in the order
 ``kdev -h`` lists them: review-pr/describe-pr/reviewers (:mod:`wrapper.cli.review`),

@@ -1,0 +1,14 @@
+"""The ``kdev`` console script: the process is made non-dumpable before anything else is
+imported (D66); ``wrapper.credentials.harden_process`` then takes the token out of the
+environment when the command starts."""
+
+from __future__ import annotations
+
+
+def main() -> None:
+    from engine.credentials import set_non_dumpable
+
+    set_non_dumpable()
+    from wrapper.cli.app import app
+
+    app()
