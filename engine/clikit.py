@@ -13,13 +13,14 @@ from typing import Any, NoReturn, TypeVar
 import typer
 
 from engine.errors import LiError
+from engine.termsafe import echo, terminal_safe
 
 T = TypeVar("T")
 
 
 def fail(exc: LiError, exit_code: int | None = None) -> NoReturn:
     """Print the one-line error and exit with its code (or ``exit_code``)."""
-    typer.echo(f"error: {exc.message} [{exc.reason}]", err=True)
+    echo(f"error: {exc.message} [{exc.reason}]", err=True)
     raise typer.Exit(exc.exit_code if exit_code is None else exit_code)
 
 
@@ -38,7 +39,7 @@ def guarded(
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
     except Exception as exc:  # a bug: still one line, never a traceback for the user
-        typer.echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
+        echo(f"error: internal error: {type(exc).__name__}: {exc} [internal_error]", err=True)
         raise typer.Exit(1) from None
     finally:
         if cleanup is not None:
@@ -71,7 +72,7 @@ class OneLineErrorsTyper(typer.Typer):
             ctx = getattr(exc, "ctx", None)
             where = f" ({ctx.command_path})" if ctx is not None else ""
             message = " ".join(exc.format_message().split())
-            typer.echo(f"error: {message}{where} [usage_error]", err=True)
+            echo(f"error: {message}{where} [usage_error]", err=True)
             sys.exit(2)
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("error: aborted [aborted]", err=True)
@@ -94,7 +95,11 @@ def iso_time(record: logging.LogRecord) -> str:
 
 
 class TextFormatter(logging.Formatter):
-    """``TIME LEVEL LOGGER: message`` with an ISO 8601 UTC time (offset included)."""
+    """``TIME LEVEL LOGGER: message`` with an ISO 8601 UTC time (offset included), made
+    terminal-safe (a message may quote a PR title or a command's output)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
         return iso_time(record)

@@ -4,6 +4,11 @@ On a terminal the header is bold (no escape codes at all with ``NO_COLOR`` set) 
 columns fit the terminal. Anything else - a pipe, a file, a test runner -
 gets plain text: no escape codes, no wrapping or truncation, trailing spaces stripped,
 so ``grep``/``awk`` keep working. Columns are separated by two spaces as before.
+
+Cells are text, never rich markup (a PR title ``[link=http://evil]x[/link]`` would
+otherwise print a hyperlink, and ``[/]`` stop the table with an error), and pass
+:func:`engine.termsafe.terminal_safe` first: rich drops a few C0 controls (BEL, BS) but
+prints ESC, the C1 controls and bidi controls as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from engine.termsafe import terminal_safe
 
 _UNBOUNDED_WIDTH = 100_000
 
@@ -31,9 +39,9 @@ def _table(
         highlight=False,
     )
     for header in headers:
-        grid.add_column(header.upper(), no_wrap=not wrap, overflow="fold")
+        grid.add_column(Text(terminal_safe(header.upper())), no_wrap=not wrap, overflow="fold")
     for row in rows:
-        grid.add_row(*("-" if cell is None else str(cell) for cell in row))
+        grid.add_row(*(Text(terminal_safe("-" if cell is None else str(cell))) for cell in row))
     return grid
 
 

@@ -1,5 +1,12 @@
 """Leak detection that survives encoding: is a known secret in this text, in any dress?
 
+This is a backstop, not the guarantee. The guarantee is structural: the reviewer is
+given no secret to leak (its environment, sandbox and prompt hold none). The scan
+catches what slips through anyway - a secret echoed by a command, or a reviewer talked
+into writing one in a cheap disguise - before any text leaves kdev. A determined
+encoder (encryption, a custom alphabet, a secret spread over several comments) beats
+any scan.
+
 :func:`find_leak` looks for each secret (values of at least
 :data:`~wrapper.ledger.ledger.MIN_SECRET_LENGTH` characters) in these forms:
 
@@ -10,13 +17,28 @@
 - ``reversed``: the value backwards (also interleaved);
 - ``base64``: standard and URL-safe alphabet, each of the three byte alignments (the
   whole 3-byte groups of the value, which encode the same wherever the value sits),
-  line-wrapped or not;
-- ``hex``: either case, with or without separators (``67:68``, ``\\x67\\x68``);
-- ``url``: percent-encoded, partly (``ghp%5Fabc``) or wholly (``%67%68``).
+  line-wrapped or not; of the value and of the value reversed;
+- ``base32``: each of the five byte alignments, either case, padded or not;
+- ``hex``: either case, with or without separators (``67:68``, ``\\x67\\x68``), and as
+  escapes and references of code points (``\\u0067``, ``\\u{67}``, ``&#x67;``);
+- ``decimal``: the byte values in decimal, however separated (``103 104``,
+  ``103,104``), which also covers HTML/XML decimal references (``&#103;&#104;``);
+- ``octal``: three-digit octal escapes (``\\147\\150``);
+- ``url``: percent-encoded, partly (``ghp%5Fabc``) or wholly (``%67%68``);
+- ``rot13`` and ``caesar``: the letters shifted by 13, or by any other of the 25
+  shifts (digits unchanged), in the reduced form;
+- ``split``: the value cut in two pieces with other text between or around them, in
+  either order: a piece of at least 8 reduced characters that starts the value,
+  followed (not directly) somewhere in the same text by the rest, of at least 8 (so
+  values of 16 reduced characters or more). Two pieces of a random value that long do
+  not occur in ordinary text by chance.
 
-A text is searched as it is, percent-decoded, and with ``\\x``/``0x``/``%`` escape
-prefixes dropped; each of those also reduced to lowercase letters and digits. Values
-whose reduced form is shorter than the minimum are matched raw only.
+A text is searched as it is, percent-decoded, and with ``\\x``/``0x``/``%``/``\\u00``/
+``\\u{``/``&#x`` escape prefixes dropped; each of those also reduced to lowercase
+letters and digits. Values whose reduced form is shorter than the minimum are matched
+raw only. The needles of a secret are computed once (cached); the cost of a scan is
+dominated by the three reductions of the text, not by the number of forms
+(bench/leakscan.py, bench/README.md).
 
 :func:`known_secrets` lists what counts as a secret for kdev: the values of the
 ``secret_env`` variables, the GitHub token, each webhook URL of ``notify`` (and its
@@ -29,6 +51,7 @@ from __future__ import annotations
 
 import base64
 import re
+import string
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -38,25 +61,52 @@ from wrapper.errors import KdevError, LedgerError
 
 MIN_SECRET_LENGTH = 8  # as the ledger's canary: shorter values match ordinary text
 _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
-_ESCAPE_PREFIXES = re.compile(r"\\x|0x|%|\\u00", re.IGNORECASE)
+_ESCAPE_PREFIXES = re.compile(r"\\x|0x|%|\\u00|\\u\{0*|&#x0*", re.IGNORECASE)
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
 SECRET_LEAK = "secret_leak"
 _MIN_PATH_SECRET = 16
+_MIN_PIECE = 8  # each piece of a ``split`` value, in reduced characters
+_LETTERS = string.ascii_lowercase
+
+
+_NOT_ALNUM_BYTES = bytes(b for b in range(128) if not chr(b).isdigit() and not chr(b).islower())
 
 
 def _reduce(text: str) -> str:
-    return _NOT_ALNUM.sub("", text.lower())
+    lowered = text.lower()
+    if lowered.isascii():  # the common case, about 50 times faster than the regex
+        return lowered.encode("ascii").translate(None, _NOT_ALNUM_BYTES).decode("ascii")
+    return _NOT_ALNUM.sub("", lowered)
+
+
+def _aligned(value: bytes, group: int) -> list[bytes]:
+    """The whole ``group``-byte runs of ``value`` from each start offset: what encodes
+    the same in base64 (3) or base32 (5) wherever the value sits in the input."""
+    runs = []
+    for start in range(group):
+        chunk = value[start:]
+        whole = chunk[: len(chunk) // group * group]
+        if whole:
+            runs.append(whole)
+    return runs
 
 
 def _base64_needles(value: bytes) -> list[str]:
     needles = []
-    for start in range(3):
-        chunk = value[start:]
-        whole = chunk[: len(chunk) // 3 * 3]
-        if whole:
-            needles.append(base64.b64encode(whole).decode("ascii"))
-            needles.append(base64.urlsafe_b64encode(whole).decode("ascii"))
+    for whole in _aligned(value, 3):
+        needles.append(base64.b64encode(whole).decode("ascii"))
+        needles.append(base64.urlsafe_b64encode(whole).decode("ascii"))
     return needles
+
+
+def _shifted(reduced: str) -> list[tuple[str, str]]:
+    """The reduced value with its letters shifted by each of 1..25 (``rot13`` at 13)."""
+    pairs = []
+    for shift in range(1, 26):
+        moved = _LETTERS[shift:] + _LETTERS[:shift]
+        form = "rot13" if shift == 13 else "caesar"
+        pairs.append((form, reduced.translate(str.maketrans(_LETTERS, moved))))
+    return pairs
 
 
 @lru_cache(maxsize=256)
@@ -70,8 +120,44 @@ def _needles(secret: str) -> tuple[tuple[str, str], ...]:
         ("hex", value[::-1].hex()),
     ]
     pairs += [("base64", _reduce(n)) for n in _base64_needles(value)]
+    pairs += [("base64", _reduce(n)) for n in _base64_needles(value[::-1])]
     pairs += [("url", _reduce(urllib.parse.quote(secret, safe="")))]
-    return tuple((form, needle) for form, needle in pairs if len(needle) >= MIN_SECRET_LENGTH)
+    pairs += [("base32", _reduce(base64.b32encode(w).decode())) for w in _aligned(value, 5)]
+    pairs += [("decimal", "".join(str(b) for b in value))]
+    pairs += [("octal", "".join(f"{b:03o}" for b in value))]
+    pairs += _shifted(_reduce(secret))
+    seen: set[str] = set()
+    kept = []
+    for form, needle in pairs:
+        if len(needle) >= MIN_SECRET_LENGTH and needle not in seen:
+            seen.add(needle)
+            kept.append((form, needle))
+    return tuple(kept)
+
+
+def _split(reduced: str, view: str) -> bool:
+    """Is ``reduced`` in ``view`` as two pieces: a start of at least :data:`_MIN_PIECE`
+    characters, and the rest (at least as long) anywhere else in ``view``?
+
+    Each place the value's first :data:`_MIN_PIECE` characters occur is followed as far
+    as it matches the value; the rest (or, when fewer than ``_MIN_PIECE`` characters are
+    left, the value's last ``_MIN_PIECE``) must occur in the view as well. Any cut of
+    the value into two long enough pieces is found that way."""
+    size = len(reduced)
+    if size < 2 * _MIN_PIECE:
+        return False
+    seed = reduced[:_MIN_PIECE]
+    at = view.find(seed)
+    while at != -1:
+        matched = _MIN_PIECE
+        while matched < size and at + matched < len(view):
+            if view[at + matched] != reduced[matched]:
+                break
+            matched += 1
+        if reduced[min(matched, size - _MIN_PIECE) :] in view:
+            return True
+        at = view.find(seed, at + 1)
+    return False
 
 
 def _views(text: str) -> list[str]:
@@ -80,8 +166,9 @@ def _views(text: str) -> list[str]:
 
 
 def find_leak(texts: str | Iterable[str], secrets: Iterable[str]) -> str | None:
-    """The form (``raw``, ``interleaved``, ``reversed``, ``base64``, ``hex``, ``url``) in
-    which some secret appears in ``texts``, or None. Never returns the secret."""
+    """The form (``raw``, ``interleaved``, ``reversed``, ``base64``, ``base32``, ``hex``,
+    ``decimal``, ``octal``, ``url``, ``rot13``, ``caesar``, ``split``) in which some
+    secret appears in ``texts``, or None. Never returns the secret."""
     values = [s for s in dict.fromkeys(secrets) if s and len(s) >= MIN_SECRET_LENGTH]
     if not values:
         return None
@@ -96,6 +183,8 @@ def find_leak(texts: str | Iterable[str], secrets: Iterable[str]) -> str | None:
             for form, needle in _needles(secret):
                 if any(needle in view for view in reduced):
                     return form
+            if any(_split(_reduce(secret), view) for view in reduced):
+                return "split"
     return None
 
 

@@ -25,6 +25,7 @@ from engine.cli import (
 from engine.cli.common import EXIT_RUN_NOT_SUCCEEDED, GLOBAL_OPTIONS
 from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_logging
 from engine.credentials import set_non_dumpable
+from engine.termsafe import echo
 
 __all__ = ["EXIT_RUN_NOT_SUCCEEDED", "app"]
 
@@ -45,7 +46,7 @@ app.add_typer(engine_app, name="engine")
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"li {__version__}")
+        echo(f"li {__version__}")
         raise typer.Exit()
 
 

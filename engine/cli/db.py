@@ -7,6 +7,7 @@ import typer
 from engine.cli.common import emit_json, guarded, open_store, settings
 from engine.store import db as dbmod
 from engine.store.retention import RunRetention, prune
+from engine.termsafe import echo
 
 
 def db_upgrade() -> None:
@@ -15,7 +16,7 @@ def db_upgrade() -> None:
     def work() -> None:
         store = open_store(settings(), migrate=False)
         dbmod.upgrade(store.engine)
-        typer.echo(f"database at {dbmod.current_revision(store.engine)} (head)")
+        echo(f"database at {dbmod.current_revision(store.engine)} (head)")
 
     guarded(work)
 
@@ -32,7 +33,7 @@ def db_current(
             emit_json({"current": current, "head": head, "up_to_date": current == head})
             return
         state = "head" if current == head else "behind: run `li db upgrade`"
-        typer.echo(f"{current or 'blank'} ({state}; newest {head})")
+        echo(f"{current or 'blank'} ({state}; newest {head})")
 
     guarded(work)
 
@@ -55,6 +56,6 @@ def db_prune(
         if as_json:
             emit_json(done.to_json())
             return
-        typer.echo(f"pruned {done.summary()}")
+        echo(f"pruned {done.summary()}")
 
     guarded(work)

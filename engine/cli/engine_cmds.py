@@ -17,6 +17,7 @@ from engine.run.daemon import Engine
 from engine.run.metrics import serve as serve_metrics
 from engine.store import db as dbmod
 from engine.store.models import EngineInstance, RunStatus
+from engine.termsafe import echo
 
 
 def engine_run(
@@ -53,7 +54,7 @@ def engine_run(
             if once:
                 runs = engine.run_once()
                 bad = [r for r in runs if r.status != RunStatus.SUCCEEDED.value]
-                typer.echo(f"{len(runs)} run(s); {len(bad)} did not succeed")
+                echo(f"{len(runs)} run(s); {len(bad)} did not succeed")
                 return
             stop = threading.Event()
 

@@ -14,6 +14,7 @@ import typer
 from engine.cli.common import emit_json, github_schedule, guarded, iso, open_store, settings, table
 from engine.durations import MAX_DURATION_SECONDS, parse_duration
 from engine.poll.decisions import list_decisions
+from engine.termsafe import echo
 
 
 def schedule_events(
@@ -37,7 +38,7 @@ def schedule_events(
             emit_json([row.to_json() for row in rows])
             return
         if not rows:
-            typer.echo(f"{name}: no decisions recorded" + (f" for #{pr}" if pr else ""))
+            echo(f"{name}: no decisions recorded" + (f" for #{pr}" if pr else ""))
             return
         table(
             ["decided", "pr", "head", "event at", "decision", "detail", "run"],

@@ -29,6 +29,7 @@ from engine.schedules.spec import (
     check_spec,
 )
 from engine.store.models import OverlapPolicy, TriggerType
+from engine.termsafe import echo
 
 
 def github_trigger_config(
@@ -89,7 +90,7 @@ def mentions_options(
     if self_user_id is not None:
         # Kept so that existing scripts and schedule files still load; it filters nothing
         # (docs/decisions.md, "The engine no longer rejects the agent's own account").
-        typer.echo(
+        echo(
             "li: warning: --self-user-id is deprecated and ignored: the agent's own account"
             " can summon the fired command, which must skip the comments it posted itself"
             " (self_user_id_ignored)",
@@ -241,6 +242,4 @@ def _add(o: AddOptions) -> None:
     if o.as_json:
         emit_json(schedule_dict(row))
     else:
-        typer.echo(
-            f"added {row.name}: {trigger_text(row)}, next fire {iso(row.next_fire_at) or 'never'}"
-        )
+        echo(f"added {row.name}: {trigger_text(row)}, next fire {iso(row.next_fire_at) or 'never'}")

@@ -14,6 +14,7 @@ from engine.schedules.dump import dump_schedule_set
 from engine.schedules.plan import PlanAction, plan, plan_has_errors
 from engine.schedules.schedulefile import load_schedule_set
 from engine.store.store import spec_of
+from engine.termsafe import echo
 
 
 def schedule_apply(
@@ -61,7 +62,7 @@ def schedule_apply(
                 detail = f" ({', '.join(item.changes)})" if item.changes else ""
                 if item.action is PlanAction.ERROR:
                     detail = f": {item.message} [{item.reason}]"
-                typer.echo(f"{str(item.action):9} {item.name}{detail}")
+                echo(f"{str(item.action):9} {item.name}{detail}")
         if errors:
             count = sum(1 for i in items if i.action is PlanAction.ERROR)
             fail(
@@ -70,7 +71,7 @@ def schedule_apply(
                 )
             )
         if not as_json:
-            typer.echo("dry run: nothing changed" if dry_run else "applied")
+            echo("dry run: nothing changed" if dry_run else "applied")
 
     guarded(work)
 

@@ -25,6 +25,7 @@ from engine.run.presence import registered_engine
 from engine.store.models import RunStatus, Schedule, TriggerType
 from engine.store.pollstore import PollStore
 from engine.store.store import Store
+from engine.termsafe import echo
 
 
 def schedule_trigger(
@@ -43,7 +44,7 @@ def schedule_trigger(
             if as_json:
                 emit_json({"schedule": name, "due": True, "next_fire_at": iso(due.next_fire_at)})
             else:
-                typer.echo(f"{name} is due now; a running engine fires it within seconds")
+                echo(f"{name} is due now; a running engine fires it within seconds")
             return
         if row.trigger_type == TriggerType.GITHUB_POLL:
             poll_now(store, config, row, as_json)
@@ -55,7 +56,7 @@ def schedule_trigger(
         if as_json:
             emit_json(run_dict(run, full=True))
         else:
-            typer.echo(
+            echo(
                 f"run {run.id} of {name}: {run.status}"
                 + (f" [{run.reason}]" if run.reason else "")
                 + (f" exit {run.exit_code}" if run.exit_code is not None else "")
@@ -93,9 +94,9 @@ def poll_now(store: Store, config: Settings, row: Schedule, as_json: bool) -> No
             }
         )
     else:
-        typer.echo(f"poll of {row.name}: {report.status}, {len(runs)} event(s) fired")
+        echo(f"poll of {row.name}: {report.status}, {len(runs)} event(s) fired")
         for run in runs:
-            typer.echo(
+            echo(
                 f"  run {run.id} pr #{run.trigger_context.get('pr_number')}: "
                 f"{run.status}" + (f" [{run.reason}]" if run.reason else "")
             )
@@ -108,7 +109,7 @@ def poll_now(store: Store, config: Settings, row: Schedule, as_json: bool) -> No
 def _set_enabled(name: str, enabled: bool) -> None:
     row = open_store(settings()).set_enabled(name, enabled)
     state = "resumed" if enabled else "paused"
-    typer.echo(f"{state} {row.name}; next fire {iso(row.next_fire_at) or 'never'}")
+    echo(f"{state} {row.name}; next fire {iso(row.next_fire_at) or 'never'}")
 
 
 def schedule_pause(name: str) -> None:
@@ -137,6 +138,6 @@ def schedule_remove(
             if not typer.confirm(f"remove schedule {name}?"):
                 raise typer.Exit(1)
         store.remove_schedule(name)
-        typer.echo(f"removed {name}")
+        echo(f"removed {name}")
 
     guarded(work)

@@ -22,6 +22,7 @@ from engine.health.assess import health_exit_code
 from engine.health.status import schedule_health
 from engine.poll.pollpass import poll_once
 from engine.store.pollstore import PollStore
+from engine.termsafe import echo
 
 
 def schedule_cursor(
@@ -48,7 +49,7 @@ def schedule_cursor(
             if as_json:
                 emit_json(data)
             else:
-                typer.echo(
+                echo(
                     f"{name}: cursor {data['cursor_at'] or 'unset (backfill)'}, "
                     f"{data['held_batch']} held event(s)"
                 )
@@ -67,7 +68,7 @@ def schedule_cursor(
                 }
             )
         else:
-            typer.echo(
+            echo(
                 f"{name}: cursor moved from {iso(before) or 'unset'} to {iso(moment)} "
                 f"(run {run.id})"
             )
@@ -105,7 +106,7 @@ def schedule_health_cmd(
         for item in report:
             for cause in item.health.causes:
                 if cause.advice:
-                    typer.echo(f"{item.name}: {cause.code}: {cause.advice}")
+                    echo(f"{item.name}: {cause.code}: {cause.advice}")
         raise typer.Exit(code)
 
     guarded(work)
@@ -146,14 +147,14 @@ def schedule_preview(name: str, as_json: bool = typer.Option(False, "--json")) -
                 }
             )
         else:
-            typer.echo(
+            echo(
                 f"{name}: poll {report.status}, scan "
                 f"{'complete' if report.scan_complete else 'INCOMPLETE'}, "
                 f"{len(items)} event(s)"
             )
             for item in items:
                 argv = json.dumps(item["argv"]) if item["argv"] else ""
-                typer.echo(f"  #{item['pr_number']} {item['at']} {item['decision']} {argv}")
+                echo(f"  #{item['pr_number']} {item['at']} {item['decision']} {argv}")
         if report.status not in ("ok", "not_modified"):
             raise LiError(f"poll of {name} failed", report.status)
 

@@ -21,6 +21,7 @@ from engine.cli.common import (
 from engine.durations import format_duration
 from engine.poll.decisions import list_pr_runs
 from engine.store.models import RunStatus
+from engine.termsafe import echo
 
 
 def schedule_list(as_json: bool = typer.Option(False, "--json")) -> None:
@@ -60,7 +61,7 @@ def schedule_show(name: str, as_json: bool = typer.Option(False, "--json")) -> N
             return
         for key, value in data.items():
             shown = json.dumps(value) if isinstance(value, list | dict) else value
-            typer.echo(f"{key + ':':18} {'-' if shown is None else shown}")
+            echo(f"{key + ':':18} {'-' if shown is None else shown}")
 
     guarded(work)
 
@@ -126,11 +127,11 @@ def schedule_run(run_id: int, as_json: bool = typer.Option(False, "--json")) -> 
             "duration_seconds",
             "engine_id",
         ):
-            typer.echo(f"{key + ':':18} {'-' if data[key] is None else data[key]}")
+            echo(f"{key + ':':18} {'-' if data[key] is None else data[key]}")
         typer.echo(f"{'argv:':18} {json.dumps(data['argv'])}")
         typer.echo(f"{'context:':18} {json.dumps(data['trigger_context'], sort_keys=True)}")
         for stream in ("stdout_tail", "stderr_tail"):
-            typer.echo(f"--- {stream} ---")
-            typer.echo(data[stream].rstrip("\n"))
+            echo(f"--- {stream} ---")
+            echo(data[stream].rstrip("\n"))
 
     guarded(work)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import base64
+import codecs
+import json
+import random
 import string
+import subprocess
 import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +21,18 @@ from wrapper.errors import LedgerError
 from wrapper.leakscan import find_leak, known_secrets, refuse_leak, webhook_secrets
 
 SECRET_CHARS = string.ascii_letters + string.digits + "_-"
+ROOT = Path(__file__).resolve().parents[2]
+RNG = random.Random(24)  # unrelated data, the same in every run
+
+
+def caesar(text: str, shift: int) -> str:
+    low, up = string.ascii_lowercase, string.ascii_uppercase
+    table = str.maketrans(low + up, low[shift:] + low[:shift] + up[shift:] + up[:shift])
+    return text.translate(table)
+
+
+def b32(value: str, prefix: str) -> str:
+    return base64.b32encode((prefix + value).encode()).decode()
 
 
 def b64(value: str, prefix: str) -> str:
@@ -44,6 +61,20 @@ ENCODINGS: dict[str, Callable[[str, str], str]] = {
     "dotted": lambda v, p: ".".join(p + v),
     "upper-dashed": lambda v, p: "-".join((p + v).upper()),
     "reversed-spaced": lambda v, p: " ".join((p + v)[::-1]),
+    "rot13": lambda v, p: codecs.encode(p + v, "rot13"),
+    "caesar-3": lambda v, p: caesar(p + v, 3),
+    "caesar-25-spaced": lambda v, p: " ".join(caesar(p + v, 25)),
+    "base32": b32,
+    "base32-lower-unpadded": lambda v, p: b32(v, p).lower().rstrip("="),
+    "base32-wrapped": lambda v, p: "\n".join(b32(v, p)[i : i + 20] for i in range(0, 200, 20)),
+    "decimal-spaced": lambda v, p: " ".join(str(b) for b in (p + v).encode()),
+    "decimal-commas": lambda v, p: ", ".join(str(b) for b in (p + v).encode()),
+    "octal-escaped": lambda v, p: "".join(f"\\{b:03o}" for b in (p + v).encode()),
+    "html-decimal": lambda v, p: "".join(f"&#{b};" for b in (p + v).encode()),
+    "html-hex": lambda v, p: "".join(f"&#x{b:X};" for b in (p + v).encode()),
+    "unicode-escaped": lambda v, p: "".join(f"\\u{ord(c):04x}" for c in p + v),
+    "unicode-braces": lambda v, p: "".join(f"\\u{{{ord(c):x}}}" for c in p + v),
+    "base64-of-reversed": lambda v, p: b64(v[::-1], p),
 }
 
 secrets_ = st.text(alphabet=SECRET_CHARS, min_size=16, max_size=64).filter(
@@ -70,6 +101,104 @@ def test_prose_without_the_secret_is_clean(secret: str, text: str) -> None:
     # chance; a hit here would be a false positive of the reduction rules.
     if any(c.isdigit() for c in secret):
         assert find_leak(text, [secret]) is None
+
+
+long_secrets = st.text(alphabet=SECRET_CHARS, min_size=20, max_size=64).filter(
+    lambda s: sum(c.isalnum() for c in s) >= 18
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(secret=long_secrets, cut=st.integers(0, 100), between=noise, swap=st.booleans())
+def test_a_secret_split_in_two_pieces_is_found(
+    secret: str, cut: int, between: str, swap: bool
+) -> None:
+    alnum = [i for i, c in enumerate(secret) if c.isalnum()]
+    # a cut leaving at least 8 letters and digits on each side
+    at = alnum[8 + cut % (len(alnum) - 15)]
+    first, rest = secret[:at], secret[at:]
+    text = f"{rest} ... {between} ... {first}" if swap else f"{first} {between} !! {rest}"
+    assert find_leak(text, [secret]) is not None
+
+
+def test_the_new_forms_are_named() -> None:
+    secret = "ghp_S3cretValue0123456789"
+    named = {
+        "rot13": codecs.encode(secret, "rot13"),
+        "caesar": caesar(secret, 5),
+        "base32": b32(secret, "xy"),
+        "decimal": "&#" + ";&#".join(str(b) for b in secret.encode()) + ";",
+        "octal": "".join(f"\\{b:03o}" for b in secret.encode()),
+        "hex": "".join(f"\\u{{{ord(c):x}}}" for c in secret),
+        "base64": b64(secret[::-1], ""),
+        "split": f"first {secret[:12]} and, later, {secret[12:]}",
+    }
+    assert {form: find_leak(f"see: {text}.", [secret]) for form, text in named.items()} == {
+        form: form for form in named
+    }
+
+
+# Secrets as kdev meets them: tokens, an API key, a webhook URL and its path.
+REAL_SECRETS = [
+    "ghp_" + "Zq8vT1pLm3Kx9Rb2Wc7Yd4Hf6Jg0Ns5Ua1E",
+    "github_pat_11ABCDEFG0" + "q1W2e3R4t5Y6u7I8o9P0aSdFgHjKl",
+    "sk-proj-" + "T3BlbkFJx8Qm2Vn7Lp4Rs9Kd1Wz6Yc5Hb0Ga",
+    "https://hooks.slack.com/services/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",
+    "/services/T0A1B2C3D/B4E5F6G7H/q9W8e7R6t5Y4u3I2o1P0a9S8",
+]
+
+
+def real_diff(tmp_path: Path) -> str:
+    """A real ``git diff`` between two versions of this module's source."""
+    old, new = tmp_path / "old.py", tmp_path / "new.py"
+    source = (ROOT / "wrapper" / "leakscan.py").read_text(encoding="utf-8")
+    old.write_text(source, encoding="utf-8")
+    new.write_text(source.replace("needle", "probe").replace("secret", "value"), encoding="utf-8")
+    done = subprocess.run(
+        ["git", "diff", "--no-index", "--no-color", str(old), str(new)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1 and done.stdout.count("\n+") > 20
+    return done.stdout
+
+
+def lockfile() -> str:
+    """A package-lock.json of 300 packages: versions, URLs, sha512 integrity (base64 of
+    unrelated bytes)."""
+    packages = {
+        f"node_modules/pkg-{n}": {
+            "version": f"{n % 7}.{n % 13}.{n % 5}",
+            "resolved": f"https://registry.npmjs.org/pkg-{n}/-/pkg-{n}-1.0.{n}.tgz",
+            "integrity": "sha512-" + base64.b64encode(RNG.randbytes(64)).decode(),
+        }
+        for n in range(300)
+    }
+    return json.dumps({"name": "app", "lockfileVersion": 3, "packages": packages}, indent=2)
+
+
+def test_ordinary_texts_without_the_secrets_are_clean(tmp_path: Path) -> None:
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")))
+    texts = {
+        "a real diff": real_diff(tmp_path),
+        "prose (docs/)": docs,
+        "a lockfile": lockfile(),
+        "base64 of random bytes": base64.b64encode(RNG.randbytes(200_000)).decode(),
+        "base32 of random bytes": base64.b32encode(RNG.randbytes(100_000)).decode(),
+        "hex and decimal dumps": RNG.randbytes(50_000).hex()
+        + " ".join(map(str, RNG.randbytes(50_000))),
+        "a slack webhook of another workspace": "https://hooks.slack.com/services/T9/B8/abcdefgh",
+    }
+    assert {name: find_leak(text, REAL_SECRETS) for name, text in texts.items()} == dict.fromkeys(
+        texts
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=2_000))
+def test_random_text_without_the_secrets_is_clean(text: str) -> None:
+    assert find_leak(text, REAL_SECRETS) is None
 
 
 def test_a_real_review_and_short_values_are_clean() -> None:

@@ -9,6 +9,7 @@ import typer
 
 from engine.durations import parse_duration
 from engine.errors import LiError
+from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
@@ -37,7 +38,10 @@ def watch_cmd(
     from wrapper.authorloop.watch import PrWatch, WatchEvent
 
     def emit(event: WatchEvent) -> None:
-        typer.echo(event.to_json() if as_json else event.line())
+        if as_json:
+            typer.echo(event.to_json())
+        else:
+            echo(event.line())
 
     def work() -> int:
         check_repo(repo)
@@ -78,15 +82,15 @@ def comments_cmd(
             state = f" [{item.state}]" if item.state else ""
             status = "" if item.resolved is None else (" resolved" if item.resolved else " open")
             signed = f" agent={item.agent}" if item.agent else ""
-            typer.echo(
+            echo(
                 f"{item.priority.value} {item.source.value} {item.kind} node={item.node_id} "
                 f"id={item.id} @{item.user}{signed}{where}{state}{status}: "
                 f"{one_line(item.body)[:200]}"
             )
-        typer.echo("by priority: " + ", ".join(f"{k} {v}" for k, v in report.by_priority.items()))
+        echo("by priority: " + ", ".join(f"{k} {v}" for k, v in report.by_priority.items()))
         for path, counts in sorted(report.by_file.items()):
-            typer.echo(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
-        typer.echo(f"open threads: {report.open_threads}")
+            echo(f"  {path}: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+        echo(f"open threads: {report.open_threads}")
 
     guarded(work)
 
@@ -110,7 +114,7 @@ def reply_cmd(
         if as_json:
             typer.echo(json.dumps(result.to_json()))
         else:
-            typer.echo(f"replied: {result.kind} id={result.id} node={result.node_id}")
+            echo(f"replied: {result.kind} id={result.id} node={result.node_id}")
 
     guarded(work)
 
@@ -127,7 +131,7 @@ def _set_thread(repo: str, pr: int, node: str, as_json: bool, *, resolved: bool)
             shown = {"repo": repo, "pr": pr, "node": node, "thread": thread.id}
             typer.echo(json.dumps({**shown, "resolved": resolved}))
         else:
-            typer.echo(f"{'resolved' if resolved else 'reopened'}: thread {thread.id}")
+            echo(f"{'resolved' if resolved else 'reopened'}: thread {thread.id}")
 
     guarded(work)
 
@@ -165,7 +169,7 @@ def hide_cmd(
         if as_json:
             typer.echo(json.dumps({"node": node, "hidden": True, "reason": reason}))
         else:
-            typer.echo(f"hidden: {node} ({reason})")
+            echo(f"hidden: {node} ({reason})")
 
     guarded(work)
 
@@ -188,7 +192,7 @@ def pr_status_cmd(
             typer.echo(json.dumps(status.to_json()))
         else:
             for line in status.lines():
-                typer.echo(line)
+                echo(line)
 
     guarded(work)
 
@@ -226,7 +230,7 @@ def check_ci_cmd(
             typer.echo(json.dumps(report.to_json()))
         else:
             for line in report.lines():
-                typer.echo(line)
+                echo(line)
         return report.exit_code
 
     code = guarded(work)
@@ -256,6 +260,6 @@ def request_reviews_cmd(
         for item in done:
             detail = f" (comment {item.comment_id})" if item.comment_id else ""
             reason = f": {item.reason}" if item.reason else ""
-            typer.echo(f"{item.bot}  {item.state}{detail}{reason}")
+            echo(f"{item.bot}  {item.state}{detail}{reason}")
 
     guarded(work)

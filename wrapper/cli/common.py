@@ -16,6 +16,7 @@ import typer
 
 from engine.clikit import LogFormat, LogLevel, configure_logging
 from engine.clikit import guarded as clikit_guarded
+from engine.termsafe import echo
 from wrapper import __version__
 from wrapper.config import load_config, resolve_reviews_dir
 from wrapper.config_env import github_settings
@@ -57,7 +58,7 @@ def guarded(work: Callable[[], T]) -> T:
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"kdev {__version__}")
+        echo(f"kdev {__version__}")
         raise typer.Exit()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 import yaml
 
+from engine.termsafe import echo
 from wrapper.cli.common import config_path, guarded
 from wrapper.config import load_config
 from wrapper.errors import ConfigError
@@ -36,11 +37,11 @@ def config_validate(
             typer.echo(json.dumps(shown))
         else:
             for problem in problems:
-                typer.echo(str(problem))
+                echo(str(problem))
         if problems:
             raise ConfigError(f"{len(problems)} problem(s) in the configuration", "invalid_config")
         if not as_json:
-            typer.echo("configuration ok")
+            echo("configuration ok")
 
     guarded(work)
 

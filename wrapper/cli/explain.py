@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from engine.errors import LiError
+from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 
@@ -58,6 +59,6 @@ def explain_cmd(
             typer.echo(json.dumps(result.to_json()))
             return
         for line in render(result):
-            typer.echo(line)
+            echo(line)
 
     guarded(work)

@@ -6,6 +6,7 @@ import json
 
 import typer
 
+from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
@@ -40,11 +41,11 @@ def triage_cmd(
             typer.echo(json.dumps({**out, "ignored": report.ignored}))
             return
         for item in report.decided.values():
-            typer.echo(f"{item.comment_id}  {item.decision}  ({item.by}) {item.reason}")
+            echo(f"{item.comment_id}  {item.decision}  ({item.by}) {item.reason}")
         for comment_id, why in report.undecided.items():
-            typer.echo(f"{comment_id}  undecided  (reviewer) {why}")
+            echo(f"{comment_id}  undecided  (reviewer) {why}")
         for line in report.ignored:
-            typer.echo(f"ignored: {line}")
+            echo(f"ignored: {line}")
 
     guarded(work)
 
@@ -68,7 +69,7 @@ def loop_status_cmd(
         if as_json:
             typer.echo(json.dumps(status.to_json()))
             return
-        typer.echo(f"{status.state}: {status.reason}")
+        echo(f"{status.state}: {status.reason}")
 
     guarded(work)
 
@@ -94,6 +95,6 @@ def close_out_cmd(
             return
         for item in done:
             now = ", ".join(item.done_now) or "nothing left to do"
-            typer.echo(f"{item.comment_id}  {item.decision}: {now}")
+            echo(f"{item.comment_id}  {item.decision}: {now}")
 
     guarded(work)

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
@@ -111,7 +112,7 @@ def print_report(report: ReviewReport, as_json: bool) -> None:
     verdict = f" {report.verdict}" if report.verdict else ""
     where = f" -> {report.artifact}" if report.artifact else ""
     detail = f" ({report.detail})" if report.detail else ""
-    typer.echo(
+    echo(
         f"{report.outcome.value}: {report.repo} #{report.pr} {report.head_sha[:12]}"
         f"{verdict}{where}{detail}"
     )
@@ -201,13 +202,13 @@ def reviewers_cmd(
 
         stale = check_defaults_pin(ROSTER_FILE, roster.config, skip=skip_stale_check)
         for warning in [*roster.warnings, *([stale] if stale else [])]:
-            typer.echo(f"warning: {warning}", err=True)
+            echo(f"warning: {warning}", err=True)
         if as_json:
             typer.echo(json.dumps(roster.to_json(), indent=2))
             return
-        typer.echo(roster.summary)
+        echo(roster.summary)
         for reviewer in roster.reviewers:
-            typer.echo(
+            echo(
                 f"{reviewer.name}  {reviewer.kind}  scope {reviewer.scope or '.'}  "
                 f"files: {', '.join(reviewer.changed_files)}"
             )
@@ -229,9 +230,9 @@ def detect_language_cmd(
             typer.echo(json.dumps([item.to_json() for item in found]))
             return
         if not found:
-            typer.echo("no known language")
+            echo("no known language")
         for item in found:
-            typer.echo(f"{item.language}  {item.files} file(s)")
+            echo(f"{item.language}  {item.files} file(s)")
 
     guarded(work)
 
@@ -251,7 +252,7 @@ def install_template_cmd(
         if as_json:
             typer.echo(json.dumps({"written": str(target), "language": language}))
             return
-        typer.echo(f"wrote {target}")
+        echo(f"wrote {target}")
 
     guarded(work)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_github, open_ledger
 from wrapper.credentials import kdev_environ
 
@@ -50,7 +51,7 @@ def pr_sweep_cmd(
             typer.echo(json.dumps(report.to_json()))
         else:
             for line in sweep_summary(report):
-                typer.echo(line)
+                echo(line)
 
     guarded(work)
 

@@ -9,6 +9,7 @@ import typer
 
 from engine.durations import parse_duration
 from engine.errors import LiError
+from engine.termsafe import echo
 from wrapper.cli.common import guarded, one_of, open_ledger
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError, KdevError
@@ -63,13 +64,13 @@ def verdicts_cmd(
         )
         page = ledger.page_ledger(query)
         if page.next_cursor is not None:
-            typer.echo(f"more: --cursor {page.next_cursor}", err=True)
+            echo(f"more: --cursor {page.next_cursor}", err=True)
         data = [row.to_json() for row in page.rows]
         if as_json:
             typer.echo(json.dumps(data, indent=2))
             return
         if not data:
-            typer.echo("no verdicts")
+            echo("no verdicts")
             return
         from engine.tables import print_table  # rich, only for a table
 
@@ -114,7 +115,7 @@ def verdict_show(
         except OSError:
             raise KdevError(f"verdict file {path} is missing", "verdict_not_found") from None
         if not as_json:
-            typer.echo(text, nl=False)
+            echo(text, nl=False)
             return
         heads = sorted(sha for sha, e in index.items() if e is entry)
         shown = {
