@@ -44,7 +44,7 @@ dominated by the three reductions of the text, not by the number of forms
 ``secret_env`` variables, the GitHub token, each webhook URL of ``notify`` (and its
 path with query), and the values of reviewer variables whose name says they are a
 credential (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``,
-``*CREDENTIAL*``), including the openai backend's ``api_key_env``.
+``*CREDENTIAL*``), including the openai backend's ``api_key_env`` and the proxy's ``api_proxy.key_env`` (D65).
 """
 
 from __future__ import annotations
@@ -203,6 +203,8 @@ def _credential_names(config: KdevConfig) -> list[str]:
     reviewer = config.reviewer
     if isinstance(reviewer, CommandReviewer):
         names += [n for n in reviewer.env_passthrough if _CREDENTIAL_NAME.search(n)]
+        if reviewer.api_proxy is not None:  # the key kdev's proxy adds (D65)
+            names.append(reviewer.api_proxy.key_env)
     elif isinstance(reviewer, OpenAIReviewer):
         names.append(reviewer.api_key_env)
     return names

@@ -254,3 +254,24 @@ def test_known_secrets_are_token_secret_env_webhooks_and_api_keys() -> None:
         *webhook_secrets(hook),
     }
     assert "/services/T000/B000/XXXXXXXXXXXXXXXX" in found
+
+
+def test_the_proxy_key_is_a_known_secret_whatever_its_name() -> None:
+    # The reviewer never holds it (D65), but kdev does: nothing kdev writes may carry it.
+    config = KdevConfig.model_validate(
+        {
+            "reviewer": {
+                "backend": "command",
+                "argv": ["claude"],
+                "network": False,
+                "api_proxy": {
+                    "upstream": "https://api.anthropic.com",
+                    "key_env": "UPSTREAM_PASS",
+                    "header": "x-api-key",
+                    "base_url_env": ["ANTHROPIC_BASE_URL"],
+                },
+            },
+        }
+    )
+    found = known_secrets(config, {"UPSTREAM_PASS": "pass-for-the-upstream-1234"})
+    assert "pass-for-the-upstream-1234" in found
