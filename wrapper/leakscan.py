@@ -44,7 +44,8 @@ dominated by the three reductions of the text, not by the number of forms
 ``secret_env`` variables, the GitHub token, each webhook URL of ``notify`` (and its
 path with query), and the values of reviewer variables whose name says they are a
 credential (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``,
-``*CREDENTIAL*``), including the openai backend's ``api_key_env`` and the proxy's ``api_proxy.key_env`` (D65).
+``*CREDENTIAL*``), including the openai backend's ``api_key_env`` and the proxy's
+``api_proxy.key_env`` (D65).
 """
 
 from __future__ import annotations
