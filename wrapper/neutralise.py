@@ -1,44 +1,48 @@
-"""Make text safe to post on GitHub as kdev: no mention that summons kdev, no cross-reference,
-no raw HTML.
+"""Make text safe to post on GitHub as kdev: no mention that pings anyone the operator did
+not list, no cross-reference, no raw HTML.
 
-Why it is built this way: docs/decisions.md D14.
+Why it is built this way: docs/decisions.md D14, D26 and D69.
 
 Every body kdev posts goes through :func:`prepare_comment` (that is, :func:`escape_prose`
-then :func:`neutralise`, in that order: escaping can turn an HTML block into a paragraph,
-whose mentions must then be neutralised too).
+then :func:`neutralise`, in that order: escaping can turn an HTML block or comment into
+a paragraph, whose mentions must then be neutralised too), and the gate checks the final
+text once more with :func:`refuse_live_pings`.
 
-- :func:`neutralise` rewrites exactly the mentions that
-  :func:`engine.triggers.find_mention` would count into ``@&#8203;handle`` (a zero-width
-  space after the ``@``, decoded by GitHub into the text node, so the handle no longer
-  follows the ``@``). It uses the detector itself (cmark-gfm, the way GitHub renders),
-  so "no mention survives neutralising" is checked with the same parser. Code spans,
-  fenced and indented code, quotes, HTML comments and every non-counted ``@`` are left
-  byte-for-byte as they were, and the function is idempotent.
+- :func:`neutralise` rewrites the sign of every mention (``@login``, ``@org/team``) and
+  every cross-reference (``#123``, ``GH-123``, ``owner/repo#123``, ``user@sha``) that
+  :func:`engine.triggers.pings` finds in the rendered text (cmark-gfm, the way GitHub
+  renders, entities decoded) into the sign followed by ``&#8203;`` (a zero-width space,
+  decoded by GitHub into the text node, so the name no longer follows the sign): so
+  ``@&#8203;login``, ``#&#8203;123``, ``GH-&#8203;123``. However the source spells the
+  sign (``@``, ``\\@``, ``&#64;``, ``&#x40;``, ``&commat;``, fullwidth ``\uff20``, ``&#35;``,
+  ``&num;``, ...), it is found through the rendering. A rewrite is kept only if it lowers
+  the number of live pings and changes nothing in the rendering but the added zero-width
+  spaces, so code, link targets and every sign that links nothing stay byte-for-byte.
+  Exempt: the names of ``allow`` (``mention_allow``; never ``mention_handle``), and every
+  reference when ``references`` is true (``allow_references``). Idempotent.
 - :func:`escape_prose` escapes, outside fenced code, indented code and code spans, every
-  ``<`` as ``&lt;`` (no raw HTML or autolink survives) and the ``#`` of every
-  cross-reference (``#123``, ``owner/repo#123``) as ``&#35;``. Code is left as it is:
-  GitHub renders neither HTML nor references there. Code blocks are located with
-  cmark-gfm's source positions.
+  ``<`` as ``&lt;`` (no raw HTML or autolink survives). Code is left as it is: GitHub
+  renders no HTML there. Code blocks are located with cmark-gfm's source positions.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
+from wrapper.errors import KdevError
 from wrapper.ledger.ledger import find_secrets
 
 log = logging.getLogger("kdev.neutralise")
 
 NEUTRAL_AT = "@&#8203;"
 """What a counted ``@`` becomes: ``@`` then a zero-width space (as Renovate does)."""
-HASH_ENTITY = "&#35;"
 LT_ENTITY = "&lt;"
-
-# ``#123`` as GitHub links it: not preceded by a word character (``a#1`` is no
-# reference; ``owner/repo#1`` is, through its name, so ``#`` is escaped there too).
-_REFERENCE = re.compile(r"#(?=\d)")
+LIVE_PING = "live_ping"
+"""Reason code: a mention or reference survived neutralising (nothing is posted)."""
+ZWSP_ENTITY = "&#8203;"
 _BACKTICKS = re.compile(r"`+")
 # A source line as cmark-gfm counts lines (LF, CRLF or CR), with its ending.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -60,14 +64,10 @@ def _at_spans(body: str, handle: str) -> list[tuple[int, int]]:
     return direct + [s for s in spans if s not in chosen]
 
 
-def neutralise(body: str, handle: str) -> str:
-    """``body`` with each mention of ``@handle`` that the detector counts rewritten as
-    ``@&#8203;handle``; everything else is unchanged.
-
-    An ``@`` (or a spelling of it) is rewritten only if that lowers the number of
-    counted mentions, so an ``@`` in code, in a link or in a quote is never touched.
-    Idempotent.
-    """
+def _neutralise_handle(body: str, handle: str) -> str:
+    """``body`` with each mention of ``@handle`` that the trigger detector counts
+    rewritten as ``@&#8203;handle`` (after :func:`neutralise`'s general pass, a second
+    net with the detector that decides what summons kdev)."""
     from engine.triggers import count_mentions, find_mention, validate_handle
 
     validate_handle(handle)
@@ -85,9 +85,163 @@ def neutralise(body: str, handle: str) -> str:
             body, count = candidate, lowered
             done.append((start, len(NEUTRAL_AT) - (end - start)))
     if find_mention(body, handle) is not None:  # pragma: no cover - a safety net only
-        log.warning("neutralise: a mention survived; rewriting every '@' of the body")
+        log.warning(
+            "neutralise: a mention survived; rewriting every '@' of the body"
+        )  # pragma: no cover
         body = _AT_SPELLINGS.sub(NEUTRAL_AT, body)
     return body
+
+
+# Every spelling of each sign, by the sign it decodes to (the sign is what is rewritten).
+_SIGNS = re.compile(
+    r"(?P<at>@|&#0*64;|&#[xX]0*40;|&commat;)"
+    r"|(?P<wide_at>\uff20|&#0*65312;|&#[xX]0*[fF][fF]20;)"
+    r"|(?P<small_at>\ufe6b|&#0*65131;|&#[xX]0*[fF][eE]6[bB];)"
+    r"|(?P<hash>#|&#0*35;|&#[xX]0*23;|&num;)"
+    r"|(?P<wide_hash>\uff03|&#0*65283;|&#[xX]0*[fF][fF]0*3;)"
+    r"|(?P<dash>-|&#0*45;|&#[xX]0*2[dD];)"
+)
+_SIGN_CHARS = {
+    "at": "@", "wide_at": "\uff20", "small_at": "\ufe6b",
+    "hash": "#", "wide_hash": "\uff03", "dash": "-",
+}  # fmt: skip
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+_DIRECT = re.compile(r"[A-Za-z0-9]|&#|\\|&[a-zA-Z]")
+
+
+class _Ping:
+    """The live pings of a body for one set of exemptions."""
+
+    def __init__(self, handle: str | None, allow: Collection[str], references: bool) -> None:
+        from engine.triggers import validate_handle, validate_mention_name
+
+        own = validate_handle(handle).lower() if handle else None
+        self.allowed = {validate_mention_name(name).lower() for name in allow} - {own}
+        self.references = references
+
+    def live(self, body: str) -> list[str]:
+        """The names (``@login``, ``#1``, ...) of every ping of ``body`` not exempt."""
+        from engine.triggers import pings
+
+        found = []
+        for ping in pings(body):
+            if ping.kind == "mention" and ping.name.lower() not in self.allowed:
+                found.append(f"@{ping.name}")
+            elif ping.kind == "reference" and not self.references:
+                found.append(ping.name)
+        return found
+
+    def count(self, body: str) -> int:
+        from engine.triggers import pings
+
+        return len(
+            {
+                ping.at
+                for ping in pings(body)
+                if (ping.kind == "mention" and ping.name.lower() not in self.allowed)
+                or (ping.kind == "reference" and not self.references)
+            }
+        )
+
+
+def _meaning(body: str) -> str:
+    """What ``body`` renders to, entities decoded and zero-width spaces dropped: a
+    rewrite that only adds zero-width spaces to text leaves it as it is."""
+    from engine.triggers import NEUTRAL_SPACE, render
+
+    return html.unescape(render(body)).replace(NEUTRAL_SPACE, "")
+
+
+def _candidates(body: str) -> list[tuple[int, int, str]]:
+    """``(start, end, sign)`` of every spelling of a sign that could start a ping: the
+    ones right before a name first (the usual mention), then the rest. A ``-`` counts
+    only after ``gh`` (``GH-123``), however the letters are dressed."""
+    direct: list[tuple[int, int, str]] = []
+    rest: list[tuple[int, int, str]] = []
+    for match in _SIGNS.finditer(body):
+        kind = match.lastgroup or "at"
+        if kind == "dash":
+            before = _NOT_ALNUM.sub(
+                "", html.unescape(body[max(0, match.start() - 40) : match.start()])
+            )
+            if not before.lower().endswith("gh"):
+                continue
+        spot = (match.start(), match.end(), _SIGN_CHARS[kind])
+        (direct if _DIRECT.match(body, match.end()) else rest).append(spot)
+    return direct + rest
+
+
+def neutralise(
+    body: str,
+    handle: str | None = None,
+    *,
+    allow: Collection[str] = (),
+    references: bool = False,
+) -> str:
+    """``body`` with the sign of every live mention and cross-reference rewritten as
+    the sign then ``&#8203;`` (see the module doc); ``handle`` (kdev's own) is never
+    exempt, and its mentions as the trigger detector counts them are rewritten too.
+
+    Raises KdevError ``live_ping`` when a ping survives every rewrite (fail closed)."""
+    checker = _Ping(handle, allow, references)
+    count = checker.count(body)
+    if count:
+        body = _rewrite(body, checker, count)
+    if handle is not None:
+        body = _neutralise_handle(body, handle)
+    refuse_live_pings(body, handle, allow=allow, references=references)
+    return body
+
+
+def _rewrite(body: str, checker: _Ping, count: int) -> str:
+    """One sign at a time, each kept if it lowers ``count`` and keeps the meaning; if
+    pings survive that, every candidate sign at once (code may then show the entity)."""
+    original = body
+    meaning = _meaning(body)
+    done: list[tuple[int, int]] = []  # (source start, length change) of each rewrite
+    for start, end, sign in _candidates(original):
+        if count == 0:
+            return body
+        shift = sum(delta for position, delta in done if position < start)
+        neutral = sign + ZWSP_ENTITY
+        candidate = body[: start + shift] + neutral + body[end + shift :]
+        lowered = checker.count(candidate)
+        if lowered < count and _meaning(candidate) == meaning:
+            body, count = candidate, lowered
+            done.append((start, len(neutral) - (end - start)))
+    if count == 0:
+        return body
+    log.warning("neutralise: %s ping(s) survived; rewriting every sign of the body", count)
+    out: list[str] = []
+    position = 0
+    for start, end, sign in sorted(_candidates(original)):
+        out.append(original[position:start] + sign + ZWSP_ENTITY)
+        position = end
+    return "".join(out) + original[position:]
+
+
+def refuse_live_pings(
+    body: str,
+    handle: str | None,
+    *,
+    allow: Collection[str] = (),
+    references: bool = False,
+) -> None:
+    """Raise KdevError ``live_ping`` when ``body`` (the final text, as it is posted)
+    still mentions or references anything not exempt, or mentions ``handle`` the way
+    the trigger detector counts it."""
+    from engine.triggers import find_mention
+
+    live = _Ping(handle, allow, references).live(body)
+    if handle is not None and find_mention(body, handle) is not None:
+        live.append(f"@{handle}")
+    if live:
+        shown = ", ".join(sorted(set(live))[:5])
+        raise KdevError(
+            f"the text to post still links {len(live)} mention(s) or reference(s) "
+            f"({shown}); nothing was posted",
+            LIVE_PING,
+        )
 
 
 def _code_block_lines(body: str) -> set[int]:
@@ -102,7 +256,7 @@ def _code_block_lines(body: str) -> set[int]:
 
 
 def _escape_text(text: str) -> str:
-    return _REFERENCE.sub(HASH_ENTITY, text.replace("<", LT_ENTITY))
+    return text.replace("<", LT_ENTITY)
 
 
 def _escape_outside_spans(segment: str) -> str:
@@ -178,9 +332,15 @@ def _escape(text: str, *, spans: bool) -> str:
     return "".join(out)
 
 
-def prepare_comment(body: str, handle: str) -> str:
+def prepare_comment(
+    body: str,
+    handle: str | None,
+    *,
+    allow: Collection[str] = (),
+    references: bool = False,
+) -> str:
     """What kdev posts for ``body``: :func:`escape_prose`, then :func:`neutralise`."""
-    return neutralise(escape_prose(body), handle)
+    return neutralise(escape_prose(body), handle, allow=allow, references=references)
 
 
 def contains_secret(texts: Iterable[str], secrets: Iterable[str]) -> bool:
