@@ -309,6 +309,11 @@ class KdevConfig(_Strict):
     # recipient that wins over the author's. ``notify`` is the last fallback.
     recipients: dict[str, list[NotifyTarget]] = Field(default_factory=dict)
     notify_authors: dict[str, str] = Field(default_factory=dict)
+    # Who text kdev posts may still ping (docs/wrapper.md "What kdev posts"): logins and
+    # org/team slugs left live (every other @-mention is neutralised; mention_handle is
+    # never allowed), and whether #123, GH-123, owner/repo#123 and user@sha stay linked.
+    mention_allow: list[str] = Field(default_factory=list)
+    allow_references: bool = False
     repositories: dict[str, RepositorySettings] = Field(default_factory=dict)
     # The review bots kdev request-reviews asks, in order (docs/author-loop.md).
     review_bots: ReviewBots = Field(default_factory=ReviewBots)
@@ -418,8 +423,21 @@ class KdevConfig(_Strict):
         except InvalidInput as exc:
             raise ValueError(exc.message) from None
 
+    @field_validator("mention_allow")
+    @classmethod
+    def _mention_allow(cls, value: list[str]) -> list[str]:
+        from engine.triggers import validate_mention_name  # only a config that sets it
+
+        try:
+            return [validate_mention_name(name) for name in value]
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
+
     @model_validator(mode="after")
     def _posting_needs_a_handle(self) -> KdevConfig:
+        own = (self.mention_handle or "").lower()
+        if own and own in {name.lower() for name in self.mention_allow}:
+            raise ValueError("mention_allow lists mention_handle: kdev never mentions itself")
         if self.mention_handle is None and any(
             isinstance(target, GithubCommentTarget) for target in self.notify
         ):

@@ -220,6 +220,14 @@ def _rewrite(body: str, checker: _Ping, count: int) -> str:
     return "".join(out) + original[position:]
 
 
+def mentions_in(text: str) -> list[str]:
+    """The logins and teams ``text`` mentions (an operator's own text, such as a review
+    bot's configured trigger: the names its post may ping)."""
+    from engine.triggers import pings
+
+    return sorted({ping.name for ping in pings(text) if ping.kind == "mention"})
+
+
 def refuse_live_pings(
     body: str,
     handle: str | None,
