@@ -31,8 +31,12 @@ import html
 import logging
 import re
 from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
 
 from wrapper.errors import KdevError
+
+if TYPE_CHECKING:
+    from engine.triggers import Ping
 from wrapper.ledger.ledger import find_secrets
 
 log = logging.getLogger("kdev.neutralise")
@@ -110,7 +114,7 @@ _DIRECT = re.compile(r"[A-Za-z0-9]|&#|\\|&[a-zA-Z]")
 
 
 class _Ping:
-    """The live pings of a body for one set of exemptions."""
+    """Which pings of a body are live for one set of exemptions."""
 
     def __init__(self, handle: str | None, allow: Collection[str], references: bool) -> None:
         from engine.triggers import validate_handle, validate_mention_name
@@ -119,29 +123,24 @@ class _Ping:
         self.allowed = {validate_mention_name(name).lower() for name in allow} - {own}
         self.references = references
 
+    def is_live(self, ping: Ping) -> bool:
+        if ping.kind == "mention":
+            return ping.name.lower() not in self.allowed
+        return not self.references
+
     def live(self, body: str) -> list[str]:
-        """The names (``@login``, ``#1``, ...) of every ping of ``body`` not exempt."""
+        """The names (``@login``, ``#1``, ...) of every live ping of ``body``."""
         from engine.triggers import pings
 
-        found = []
-        for ping in pings(body):
-            if ping.kind == "mention" and ping.name.lower() not in self.allowed:
-                found.append(f"@{ping.name}")
-            elif ping.kind == "reference" and not self.references:
-                found.append(ping.name)
-        return found
+        return [
+            f"@{p.name}" if p.kind == "mention" else p.name for p in pings(body) if self.is_live(p)
+        ]
 
     def count(self, body: str) -> int:
+        """How many signs of ``body`` start a live ping."""
         from engine.triggers import pings
 
-        return len(
-            {
-                ping.at
-                for ping in pings(body)
-                if (ping.kind == "mention" and ping.name.lower() not in self.allowed)
-                or (ping.kind == "reference" and not self.references)
-            }
-        )
+        return len({ping.at for ping in pings(body) if self.is_live(ping)})
 
 
 def _meaning(body: str) -> str:
@@ -152,23 +151,39 @@ def _meaning(body: str) -> str:
     return html.unescape(render(body)).replace(NEUTRAL_SPACE, "")
 
 
-def _candidates(body: str) -> list[tuple[int, int, str]]:
-    """``(start, end, sign)`` of every spelling of a sign that could start a ping: the
-    ones right before a name first (the usual mention), then the rest. A ``-`` counts
-    only after ``gh`` (``GH-123``), however the letters are dressed."""
-    direct: list[tuple[int, int, str]] = []
-    rest: list[tuple[int, int, str]] = []
+Spot = tuple[int, int, str]
+"""A spelling of a sign in the source: ``(start, end, sign)``."""
+
+
+def _candidates(body: str) -> list[Spot]:
+    """Every spelling of a sign that could start a ping and is not neutral yet, the
+    ones right before a name first. A ``-`` counts only after ``gh`` (``GH-123``),
+    however the letters are dressed."""
+    direct: list[Spot] = []
+    rest: list[Spot] = []
     for match in _SIGNS.finditer(body):
         kind = match.lastgroup or "at"
+        end = match.end()
+        if body.startswith(ZWSP_ENTITY, end) or body.startswith("\u200b", end):
+            continue
         if kind == "dash":
-            before = _NOT_ALNUM.sub(
-                "", html.unescape(body[max(0, match.start() - 40) : match.start()])
-            )
-            if not before.lower().endswith("gh"):
+            before = html.unescape(body[max(0, match.start() - 40) : match.start()])
+            if not _NOT_ALNUM.sub("", before).lower().endswith("gh"):
                 continue
-        spot = (match.start(), match.end(), _SIGN_CHARS[kind])
-        (direct if _DIRECT.match(body, match.end()) else rest).append(spot)
+        spot = (match.start(), end, _SIGN_CHARS[kind])
+        (direct if _DIRECT.match(body, end) else rest).append(spot)
     return direct + rest
+
+
+def _apply(body: str, spots: Iterable[Spot]) -> str:
+    """``body`` with each of ``spots`` (not overlapping) rewritten as its sign then
+    ``&#8203;``."""
+    out: list[str] = []
+    position = 0
+    for start, end, sign in sorted(spots):
+        out.append(body[position:start] + sign + ZWSP_ENTITY)
+        position = end
+    return "".join(out) + body[position:]
 
 
 def neutralise(
@@ -184,24 +199,92 @@ def neutralise(
 
     Raises KdevError ``live_ping`` when a ping survives every rewrite (fail closed)."""
     checker = _Ping(handle, allow, references)
-    count = checker.count(body)
-    if count:
-        body = _rewrite(body, checker, count)
+    if checker.count(body):
+        body = _rewrite(body, checker)
     if handle is not None:
         body = _neutralise_handle(body, handle)
     refuse_live_pings(body, handle, allow=allow, references=references)
     return body
 
 
-def _rewrite(body: str, checker: _Ping, count: int) -> str:
-    """One sign at a time, each kept if it lowers ``count`` and keeps the meaning; if
-    pings survive that, every candidate sign at once (code may then show the entity)."""
-    original = body
+def _rewrite(body: str, checker: _Ping) -> str:
+    """Three passes, each only as slow as the one before it failed: the signs that
+    start a live ping, found in one rendering (each sign's spelling replaced by a
+    private-use marker); the meaning kept, group by group; then one sign at a time
+    (at most :data:`MAX_TRIALS`); last, every candidate sign at once."""
     meaning = _meaning(body)
+    spots = sorted(_candidates(body))
+    chosen = _marked_live(body, checker, spots)
+    body = _keep_meaning(body, [spots[i] for i in sorted(chosen)], meaning)
+    count = checker.count(body)
+    if count:
+        body, count = _one_at_a_time(body, checker, count, meaning)
+    if count:  # pragma: no cover - a safety net only
+        log.warning("neutralise: %s ping(s) survived; rewriting every sign of the body", count)
+        body = _apply(body, _candidates(body))
+    return body
+
+
+MAX_TRIALS = 200
+"""One-sign trials :func:`neutralise` makes before rewriting every candidate sign."""
+_MARK_BASE = 0xF0000  # Supplementary Private Use Area-A: 65534 markers
+_MARKS = re.compile("[\U000f0000-\U000ffffd]")
+
+
+def _marked_live(body: str, checker: _Ping, spots: list[Spot]) -> set[int]:
+    """The indexes of ``spots`` that start a live ping: every spot replaced by its own
+    marker, rendered once, each marker read back as its sign. Every spot when markers
+    cannot be used (too many spots, or the body holds such characters)."""
+    from engine.triggers import linkable_runs, scan_pings
+
+    if len(spots) > 0xFFFD or _MARKS.search(body):
+        return set(range(len(spots)))
+    pieces: list[str] = []
+    position = 0
+    for index, (start, end, _sign) in enumerate(spots):
+        pieces += [body[position:start], chr(_MARK_BASE + index)]
+        position = end
+    marked = "".join(pieces) + body[position:]
+
+    def sign(match: re.Match[str]) -> str:
+        return spots[ord(match.group()) - _MARK_BASE][2]
+
+    chosen: set[int] = set()
+    for run in linkable_runs(marked):
+        for text in [*run, "".join(run)]:
+            for ping in scan_pings(_MARKS.sub(sign, text)):
+                if checker.is_live(ping) and _MARKS.match(text, ping.at):
+                    chosen.add(ord(text[ping.at]) - _MARK_BASE)
+    return chosen
+
+
+def _keep_meaning(body: str, spots: list[Spot], meaning: str) -> str:
+    """``body`` with ``spots`` rewritten, but for those whose rewrite changes the
+    meaning (a marker can render otherwise than its sign): groups are halved until
+    each rewrite kept leaves the meaning as it is."""
+    kept: list[Spot] = []
+
+    def attempt(group: list[Spot]) -> None:
+        if not group:
+            return
+        if _meaning(_apply(body, kept + group)) == meaning:
+            kept.extend(group)
+        elif len(group) > 1:
+            attempt(group[: len(group) // 2])
+            attempt(group[len(group) // 2 :])
+
+    attempt(spots)
+    return _apply(body, kept)
+
+
+def _one_at_a_time(body: str, checker: _Ping, count: int, meaning: str) -> tuple[str, int]:
+    """Each candidate sign rewritten alone, kept if that lowers ``count`` and keeps the
+    meaning; at most :data:`MAX_TRIALS` trials. Returns the body and its count."""
+    original = body
     done: list[tuple[int, int]] = []  # (source start, length change) of each rewrite
-    for start, end, sign in _candidates(original):
-        if count == 0:
-            return body
+    for trial, (start, end, sign) in enumerate(_candidates(original)):
+        if count == 0 or trial >= MAX_TRIALS:
+            break
         shift = sum(delta for position, delta in done if position < start)
         neutral = sign + ZWSP_ENTITY
         candidate = body[: start + shift] + neutral + body[end + shift :]
@@ -209,15 +292,7 @@ def _rewrite(body: str, checker: _Ping, count: int) -> str:
         if lowered < count and _meaning(candidate) == meaning:
             body, count = candidate, lowered
             done.append((start, len(neutral) - (end - start)))
-    if count == 0:
-        return body
-    log.warning("neutralise: %s ping(s) survived; rewriting every sign of the body", count)
-    out: list[str] = []
-    position = 0
-    for start, end, sign in sorted(_candidates(original)):
-        out.append(original[position:start] + sign + ZWSP_ENTITY)
-        position = end
-    return "".join(out) + original[position:]
+    return body, count
 
 
 def mentions_in(text: str) -> list[str]:

@@ -56,7 +56,9 @@ from engine.triggers.pings import (
     INVALID_MENTION_NAME,
     NEUTRAL_SPACE,
     Ping,
+    linkable_runs,
     pings,
+    scan_pings,
     validate_mention_name,
 )
 
@@ -88,6 +90,7 @@ __all__ = [
     "find_mention",
     "has_raw_html",
     "is_bot",
+    "linkable_runs",
     "mention_dedupe_key",
     "mention_pattern",
     "parse_allowlist",
@@ -95,6 +98,7 @@ __all__ = [
     "pr_opened_dedupe_key",
     "prose_lines",
     "render",
+    "scan_pings",
     "validate_handle",
     "validate_mention_name",
     "validate_verb",

@@ -25,8 +25,8 @@ deliberately broader than GitHub, never narrower:
   Bare commit SHAs and full URLs are not references here (they neither notify nor
   put anything in another issue's timeline through a short form).
 
-Public API: :func:`pings` with :class:`Ping`, :func:`validate_mention_name` and
-:data:`NEUTRAL_SPACE`.
+Public API: :func:`pings` with :class:`Ping`, its two halves :func:`linkable_runs` and
+:func:`scan_pings`, :func:`validate_mention_name` and :data:`NEUTRAL_SPACE`.
 """
 
 from __future__ import annotations
@@ -150,14 +150,17 @@ class _Runs(HTMLParser):
         self._break()
 
 
-def _linkable_runs(body: str) -> list[list[str]]:
+def linkable_runs(body: str) -> list[list[str]]:
+    """The text GitHub could link in ``body`` as rendered: runs of text nodes (each a
+    list of the nodes' decoded texts) that only inline emphasis separates."""
     parser = _Runs()
     parser.feed(render(body))
     parser.close()
     return [run for run in parser.runs if run]
 
 
-def _scan(text: str, base: int) -> list[Ping]:
+def scan_pings(text: str, base: int = 0) -> list[Ping]:
+    """The pings of one piece of linkable text (``at``: ``base`` plus the sign's index)."""
     found: list[Ping] = []
     for match in _MENTION.finditer(text):
         team = match.group("team")
@@ -174,13 +177,13 @@ def pings(body: str) -> list[Ping]:
     in text order; each text node alone and joined across inline emphasis."""
     found: dict[tuple[str, str, int], Ping] = {}
     base = 0
-    for run in _linkable_runs(body):
+    for run in linkable_runs(body):
         offset = base
         for node in run:
-            for ping in _scan(node, offset):
+            for ping in scan_pings(node, offset):
                 found.setdefault((ping.kind, ping.name, ping.at), ping)
             offset += len(node)
-        for ping in _scan("".join(run), base):
+        for ping in scan_pings("".join(run), base):
             found.setdefault((ping.kind, ping.name, ping.at), ping)
         base = offset + 1  # runs never touch
     return sorted(found.values(), key=lambda ping: ping.at)
