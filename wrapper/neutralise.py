@@ -109,6 +109,7 @@ _SIGN_CHARS = {
     "at": "@", "wide_at": "\uff20", "small_at": "\ufe6b",
     "hash": "#", "wide_hash": "\uff03", "dash": "-",
 }  # fmt: skip
+_INNER_HASH = re.compile(r"(?<=&)#(?!8203;)")
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 _DIRECT = re.compile(r"[A-Za-z0-9]|&#|\\|&[a-zA-Z]")
 
@@ -278,20 +279,22 @@ def _keep_meaning(body: str, spots: list[Spot], meaning: str) -> str:
 
 
 def _one_at_a_time(body: str, checker: _Ping, count: int, meaning: str) -> tuple[str, int]:
-    """Each candidate sign rewritten alone, kept if that lowers ``count`` and keeps the
-    meaning; at most :data:`MAX_TRIALS` trials. Returns the body and its count."""
-    original = body
-    done: list[tuple[int, int]] = []  # (source start, length change) of each rewrite
-    for trial, (start, end, sign) in enumerate(_candidates(original)):
-        if count == 0 or trial >= MAX_TRIALS:
+    """Each candidate sign in text order (the ``#`` inside a character reference too,
+    which a backslash before its ``&`` leaves as text) rewritten alone, kept if that
+    lowers ``count`` and keeps the meaning; at most :data:`MAX_TRIALS` trials. Returns
+    the body and its count."""
+    resume = 0
+    for _trial in range(MAX_TRIALS):
+        spots = _candidates(body) + [(m.start(), m.end(), "#") for m in _INNER_HASH.finditer(body)]
+        spot = min((s for s in spots if s[0] >= resume), default=None)
+        if count == 0 or spot is None:
             break
-        shift = sum(delta for position, delta in done if position < start)
-        neutral = sign + ZWSP_ENTITY
-        candidate = body[: start + shift] + neutral + body[end + shift :]
+        start, end, sign = spot
+        candidate = body[:start] + sign + ZWSP_ENTITY + body[end:]
         lowered = checker.count(candidate)
         if lowered < count and _meaning(candidate) == meaning:
             body, count = candidate, lowered
-            done.append((start, len(neutral) - (end - start)))
+        resume = start + 1
     return body, count
 
 

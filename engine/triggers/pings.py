@@ -15,9 +15,11 @@ deliberately broader than GitHub, never narrower:
   GitHub does not link, read anyway) not preceded by an ASCII word character (GitHub's
   ``\\W`` is ASCII), then any invisible format characters (soft hyphen, zero-width
   characters, word joiner, BOM, bidi controls), then a login run
-  ``[A-Za-z0-9][A-Za-z0-9-]*`` and an optional ``/team-slug``. The one exception is an
-  ``@`` followed directly by U+200B ZERO WIDTH SPACE: that is the neutral form
-  (``@&#8203;login``), linked by nobody.
+  ``[A-Za-z0-9][A-Za-z0-9-]*`` and an optional ``/team-slug``. Invisible characters
+  inside the name give two pings at one sign: the name as GitHub reads it (up to the
+  first of them: ``@al\u2060ice`` pings ``al``) and the name without them (``alice``).
+  The one exception is an ``@`` followed directly by U+200B ZERO WIDTH SPACE: that is
+  the neutral form (``@&#8203;login``), linked by nobody.
 - A *reference* is ``#`` (or fullwidth ``\\uff03``) before a digit (``#123``,
   ``owner/repo#123``), ``GH-`` before a digit, or ``@`` right after a word character
   before 7 to 40 hex digits (``user@sha``, ``owner/repo@sha``), the forms of GitHub's
@@ -51,8 +53,12 @@ _HIDE = f"[{INVISIBLE}]*"
 _LIVE = f"(?!{NEUTRAL_SPACE})"
 _MENTION = re.compile(
     rf"(?<![A-Za-z0-9_])[@\uff20\ufe6b]{_LIVE}{_HIDE}"
-    r"(?P<login>[A-Za-z0-9][A-Za-z0-9-]*)(?:/(?P<team>[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_-])?))?"
+    rf"(?P<name>[A-Za-z0-9][A-Za-z0-9{INVISIBLE}-]*(?:/[A-Za-z0-9_.{INVISIBLE}-]*)?)"
 )
+# The name as GitHub reads it: the login run and a team slug, up to the first invisible.
+# A "/" after the login keeps it (``@alice/`` is no mention of alice, so never exempt).
+_SHOWN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9_.-]*)?")
+_INVISIBLE = re.compile(f"[{INVISIBLE}]+")
 _REFERENCES = (
     re.compile(rf"[#\uff03]{_LIVE}{_HIDE}\d"),
     re.compile(rf"(?i:gh)-{_LIVE}{_HIDE}\d"),
@@ -163,9 +169,12 @@ def scan_pings(text: str, base: int = 0) -> list[Ping]:
     """The pings of one piece of linkable text (``at``: ``base`` plus the sign's index)."""
     found: list[Ping] = []
     for match in _MENTION.finditer(text):
-        team = match.group("team")
-        name = match.group("login") + (f"/{team.rstrip('.')}" if team else "")
-        found.append(Ping("mention", name, base + match.start()))
+        raw = match.group("name")
+        shown = _SHOWN.match(raw)
+        # As GitHub reads it, and as it reads once invisible characters are dropped.
+        names = {_INVISIBLE.sub("", raw), shown.group() if shown else raw}
+        for name in sorted(names):
+            found.append(Ping("mention", name.rstrip("."), base + match.start()))
     for pattern, sign in zip(_REFERENCES, _SIGN_AT, strict=True):
         for match in pattern.finditer(text):
             found.append(Ping("reference", match.group(), base + match.start() + sign))
