@@ -228,34 +228,37 @@ def _rewrite(body: str, checker: _Ping) -> str:
 
 MAX_TRIALS = 200
 """One-sign trials :func:`neutralise` makes before rewriting every candidate sign."""
-_MARK_BASE = 0xF0000  # Supplementary Private Use Area-A: 65534 markers
-_MARKS = re.compile("[\U000f0000-\U000ffffd]")
+# Markers come from a private-use plane the body does not use (65534 code points each).
+_MARK_PLANES = (0xF0000, 0x100000)
 
 
 def _marked_live(body: str, checker: _Ping, spots: list[Spot]) -> set[int]:
     """The indexes of ``spots`` that start a live ping: every spot replaced by its own
     marker, rendered once, each marker read back as its sign. Every spot when markers
-    cannot be used (too many spots, or the body holds such characters)."""
+    cannot be used (too many spots, or the body uses both private-use planes)."""
     from engine.triggers import linkable_runs, scan_pings
 
-    if len(spots) > 0xFFFD or _MARKS.search(body):
+    free = [b for b in _MARK_PLANES if not any(b <= ord(ch) <= b + 0xFFFD for ch in body)]
+    if len(spots) > 0xFFFD or not free:
         return set(range(len(spots)))
+    base = free[0]
+    marks = re.compile(f"[{chr(base)}-{chr(base + 0xFFFD)}]")
     pieces: list[str] = []
     position = 0
     for index, (start, end, _sign) in enumerate(spots):
-        pieces += [body[position:start], chr(_MARK_BASE + index)]
+        pieces += [body[position:start], chr(base + index)]
         position = end
     marked = "".join(pieces) + body[position:]
 
     def sign(match: re.Match[str]) -> str:
-        return spots[ord(match.group()) - _MARK_BASE][2]
+        return spots[ord(match.group()) - base][2]
 
     chosen: set[int] = set()
     for run in linkable_runs(marked):
         for text in [*run, "".join(run)]:
-            for ping in scan_pings(_MARKS.sub(sign, text)):
-                if checker.is_live(ping) and _MARKS.match(text, ping.at):
-                    chosen.add(ord(text[ping.at]) - _MARK_BASE)
+            for ping in scan_pings(marks.sub(sign, text)):
+                if checker.is_live(ping) and marks.match(text, ping.at):
+                    chosen.add(ord(text[ping.at]) - base)
     return chosen
 
 

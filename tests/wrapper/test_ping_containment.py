@@ -251,3 +251,21 @@ def test_no_prepared_text_pings_anyone_not_configured(text: str) -> None:
     assert meaning(out) == meaning(escape_prose(text))
     assert code(out) == code(escape_prose(text))
     assert neutralise(out, HANDLE, allow=ALLOW) == out
+
+
+def test_the_slower_passes_finish_what_the_marked_rendering_cannot() -> None:
+    # The body uses one private-use plane: the markers come from the other.
+    body = "\U000f0001 @bob `@code` [@x](u) a@b.co #1"
+    out = neutralise(body, HANDLE)
+    assert out == "\U000f0001 @&#8203;bob `@code` [@x](u) a@b.co #&#8203;1"
+    # It uses both: every sign is tried, in groups; code and the email stay as they are
+    # (a sign in link text may get its harmless zero-width space).
+    body = "\U000f0001\U00100001 " + body
+    out = neutralise(body, HANDLE)
+    assert not_allowed(linked(out)) == [] and meaning(out) == meaning(body)
+    assert code(out) == code(body) and "a@b.co" in out
+    # "\&#35;12" shows "&#35;12", whose "#35" links: only the "#" inside is rewritten,
+    # one sign at a time, and the text still reads the same.
+    out = neutralise("\\&#35;12", HANDLE)
+    assert out == "\\&#&#8203;35;12" and not_allowed(linked(out)) == []
+    assert meaning(out) == meaning("\\&#35;12")
