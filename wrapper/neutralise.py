@@ -34,10 +34,10 @@ from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from wrapper.errors import KdevError
+from wrapper.ledger.ledger import find_secrets
 
 if TYPE_CHECKING:
     from engine.triggers import Ping
-from wrapper.ledger.ledger import find_secrets
 
 log = logging.getLogger("kdev.neutralise")
 
