@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from engine.config import Settings
 from engine.github import GitHubClient
 from engine.triggers import find_mention, has_raw_html
-from tests.wrapper.reviewbench import REPO, Bench
+from tests.wrapper.reviewbench import BIN, REPO, Bench
 from tests.wrapper.test_mention_wrapper import (  # noqa: F401
     BOT_ID,
     HANDLE,
@@ -188,6 +189,24 @@ def test_an_operator_reply_pings_whom_it_names(
             reply(client, config, {}, REPO, pr.number, asked.id, "x", bench.ledger(), [bad])
         assert caught.value.reason == "invalid_mention_name"
     assert len(bench.sim.requests_to(r"/comments$", "POST")) == 1
+
+
+def test_kdev_reply_mention_on_the_command_line(bench: Bench) -> None:  # noqa: F811
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9))
+    env = bench.kdev_env(mention_config(bench))
+    argv = [str(BIN / "kdev"), "reply", "--repo", REPO, "--pr", str(pr.number),
+            "--comment-id", str(asked.id), "@carol and @dave, see"]  # fmt: skip
+    done = subprocess.run(
+        [*argv, "--mention", "carol"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    [mine] = [c for c in bench.sim.comments(REPO) if c.id != asked.id]
+    assert "@carol and @&#8203;dave" in mine.body
+    refused = subprocess.run(
+        [*argv, "--mention", HANDLE], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2 and refused.stderr.strip().endswith("[invalid_mention_name]")
 
 
 @pytest.mark.parametrize("path", PATHS)
