@@ -309,9 +309,7 @@ class KdevConfig(_Strict):
     # recipient that wins over the author's. ``notify`` is the last fallback.
     recipients: dict[str, list[NotifyTarget]] = Field(default_factory=dict)
     notify_authors: dict[str, str] = Field(default_factory=dict)
-    # Who text kdev posts may still ping (docs/wrapper.md "What kdev posts"): logins and
-    # org/team slugs left live (every other @-mention is neutralised; mention_handle is
-    # never allowed), and whether #123, GH-123, owner/repo#123 and user@sha stay linked.
+    # Who kdev's posts may ping (never mention_handle), and if #123 stays linked (D69).
     mention_allow: list[str] = Field(default_factory=list)
     allow_references: bool = False
     repositories: dict[str, RepositorySettings] = Field(default_factory=dict)
@@ -423,21 +421,13 @@ class KdevConfig(_Strict):
         except InvalidInput as exc:
             raise ValueError(exc.message) from None
 
-    @field_validator("mention_allow")
-    @classmethod
-    def _mention_allow(cls, value: list[str]) -> list[str]:
-        from engine.triggers import validate_mention_name  # only a config that sets it
-
-        try:
-            return [validate_mention_name(name) for name in value]
-        except InvalidInput as exc:
-            raise ValueError(exc.message) from None
-
     @model_validator(mode="after")
     def _posting_needs_a_handle(self) -> KdevConfig:
-        own = (self.mention_handle or "").lower()
-        if own and own in {name.lower() for name in self.mention_allow}:
-            raise ValueError("mention_allow lists mention_handle: kdev never mentions itself")
+        if self.mention_allow:
+            from engine.triggers import mention_names_problem  # only a config that sets it
+
+            if problem := mention_names_problem(self.mention_allow, self.mention_handle):
+                raise ValueError(f"mention_allow: {problem}")
         if self.mention_handle is None and any(
             isinstance(target, GithubCommentTarget) for target in self.notify
         ):

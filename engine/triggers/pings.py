@@ -28,12 +28,14 @@ deliberately broader than GitHub, never narrower:
   put anything in another issue's timeline through a short form).
 
 Public API: :func:`pings` with :class:`Ping`, its two halves :func:`linkable_runs` and
-:func:`scan_pings`, :func:`validate_mention_name` and :data:`NEUTRAL_SPACE`.
+:func:`scan_pings`, :func:`validate_mention_name`, :func:`mention_names_problem` and
+:data:`NEUTRAL_SPACE`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -99,6 +101,19 @@ def validate_mention_name(value: object) -> str:
         f"{value!r} is neither a GitHub login nor org/team (give it without '@')",
         INVALID_MENTION_NAME,
     )
+
+
+def mention_names_problem(names: Iterable[object], own: str | None = None) -> str | None:
+    """Why ``names`` cannot be exempt from neutralising (one line), or None: a name is not
+    a login or ``org/team``, or is ``own`` (the own handle is never exempt)."""
+    for name in names:
+        try:
+            validate_mention_name(name)
+        except InvalidInput as exc:
+            return exc.message
+        if own and str(name).lower() == own.lower():
+            return f"{name!r} is the own handle, which is never exempt"
+    return None
 
 
 class _Runs(HTMLParser):

@@ -207,7 +207,7 @@ def test_mention_names_are_validated() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("mention_handle: kdev\nmention_allow: [alice, KDEV]\n", "never mentions itself"),
+        ("mention_handle: kdev\nmention_allow: [alice, KDEV]\n", "own handle"),
         ("mention_allow: ['@alice']\n", "neither a GitHub login"),
         ("mention_allow: [a/b/c]\n", "neither a GitHub login"),
     ],
