@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
+    bounds,
     daemon_idle,
     decisions,
     engines,
@@ -80,6 +81,7 @@ BENCHMARKS = (
     "verdicts",
     "engines",
     "mentions",
+    "bounds",
 )
 
 
@@ -191,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                 int(sizes["mention_repos"]), None, 2, workdir, options.database_url
             )
             _emit([*mention_scale.report(backend, scaled), ""])
+        if "bounds" in chosen:
+            _emit([*bounds.report(bounds.measure(workdir)), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])

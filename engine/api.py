@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.apitypes import Decision as Decision  # re-exported: part of the surface
 from engine.errors import DatabaseError, InvalidInput
 from engine.jsonable import as_json
 
@@ -77,24 +78,6 @@ class PollSchedule:
     event: str = "pr_updated"
     created_at: datetime | None = None
     cursor_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One stored poll decision for an event (``li schedule events --json``)."""
-
-    schedule: str
-    pr_number: int
-    head_sha: str
-    occurred_at: datetime
-    decision: str
-    detail: str | None
-    run_id: int | None
-    decided_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``li schedule events --json`` form."""
-        return as_json(self)
 
 
 @dataclass(frozen=True)

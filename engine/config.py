@@ -26,10 +26,17 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from engine.credentials import TOKEN_VARIABLES, token_from_sources
 from engine.errors import ConfigError
 from engine.github.limits import (
+    DEFAULT_DEADLINE_SECONDS,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_REDIRECTS,
     DEFAULT_POINTS_PER_MINUTE,
     MAX_CONCURRENT_REQUESTS,
+    MAX_MAX_REDIRECTS,
+    MIN_DEADLINE_SECONDS,
+    MIN_MAX_BODY_BYTES,
     default_poll_threads,
 )
 
@@ -49,6 +56,9 @@ _EXPECTED = {
     "LI_RUNS_KEEP_DAYS": "a whole number of days, at least 1",
     "LI_RUNS_KEEP_PER_SCHEDULE": "a whole number, 0 or more",
     "LI_TRIGGER_KEYS_KEEP_DAYS": "a whole number of days, at least 2",
+    "LI_GITHUB_MAX_BODY_BYTES": f"a whole number of bytes, at least {MIN_MAX_BODY_BYTES}",
+    "LI_GITHUB_DEADLINE": f"a number of seconds, at least {MIN_DEADLINE_SECONDS:g}",
+    "LI_GITHUB_MAX_REDIRECTS": f"a whole number from 0 to {MAX_MAX_REDIRECTS}",
 }
 
 
@@ -109,6 +119,7 @@ class Settings(BaseSettings):
     sync_interval_seconds: float = Field(2.0, ge=0, validation_alias=_env("LI_SYNC_INTERVAL"))
     heartbeat_interval_seconds: float = 5.0
     github_api_url: str = Field(DEFAULT_GITHUB_API_URL, validation_alias=_env("GITHUB_API_URL"))
+    # Without these variables, from_env reads GITHUB_TOKEN_FILE or the systemd credential.
     github_token: str | None = Field(
         None, repr=False, validation_alias=_env("GITHUB_TOKEN", "GH_TOKEN")
     )
@@ -116,6 +127,24 @@ class Settings(BaseSettings):
     # Secondary-limit points a minute per token (a GET is 1, a write 5): engine.github.limits.
     github_requests_per_minute: int = Field(
         DEFAULT_POINTS_PER_MINUTE, ge=1, validation_alias=_env("LI_GITHUB_RATE")
+    )
+    # The bounds of one GitHub answer (engine.github.bounded, issue 24): decoded body
+    # bytes, seconds for the whole request, redirect hops within the API's origin.
+    github_max_body_bytes: int = Field(
+        DEFAULT_MAX_BODY_BYTES,
+        ge=MIN_MAX_BODY_BYTES,
+        validation_alias=_env("LI_GITHUB_MAX_BODY_BYTES"),
+    )
+    github_deadline_seconds: float = Field(
+        DEFAULT_DEADLINE_SECONDS,
+        ge=MIN_DEADLINE_SECONDS,
+        validation_alias=_env("LI_GITHUB_DEADLINE"),
+    )
+    github_max_redirects: int = Field(
+        DEFAULT_MAX_REDIRECTS,
+        ge=0,
+        le=MAX_MAX_REDIRECTS,
+        validation_alias=_env("LI_GITHUB_MAX_REDIRECTS"),
     )
     # None: derived from the rate (engine.github.limits.default_poll_threads).
     poll_threads_setting: int | None = Field(
@@ -147,10 +176,18 @@ class Settings(BaseSettings):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read ``LI_*`` and ``GITHUB_*`` variables; malformed values raise ConfigError."""
+        """Read ``LI_*`` and ``GITHUB_*`` variables; malformed values raise ConfigError.
+
+        The token without ``GITHUB_TOKEN`` / ``GH_TOKEN`` comes from ``GITHUB_TOKEN_FILE``
+        or the systemd credential (:func:`engine.credentials.token_from_sources`)."""
         env = os.environ if environ is None else environ
         try:
-            return cls(**_MappingEnvSource(cls, env)())
+            values = _MappingEnvSource(cls, env)()
+            if not {"github_token", *TOKEN_VARIABLES}.intersection(values):
+                token = token_from_sources(env)
+                if token is not None:
+                    values = {**values, "github_token": token}
+            return cls(**values)
         except SettingsError as exc:
             raise ConfigError(f"malformed setting: {exc}", "invalid_setting") from None
         except ValidationError as exc:

@@ -241,6 +241,12 @@ class Fault:
     secondary: bool = False
     body: dict[str, Any] | None = None
     hits: int = 0
+    # The answer-bound faults (issue 24): a body kind (``gzip_bomb``, ``huge``, ``drip``)
+    # with its decoded ``size`` or ``drip_seconds`` a byte, or a redirect to ``location``.
+    body_kind: str | None = None
+    size: int | None = None
+    drip_seconds: float = 1.0
+    location: str | None = None
 
     def matches(self, method: str, path: str) -> bool:
         if self.times is not None and self.times <= 0:

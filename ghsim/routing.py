@@ -22,7 +22,7 @@ from ghsim.model import Comment, Pull, Repo, TokenInfo, User, parse_iso
 from ghsim.payloads import DOCS, Renderer, error_body
 
 if TYPE_CHECKING:
-    from ghsim.sim import GitHubSim
+    from ghsim.state import SimState as GitHubSim
 
 
 class HttpError(Exception):

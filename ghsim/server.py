@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ghsim.core import GhsimError, token_digest
+from ghsim.faults import gzip_bomb, plain_chunks
 from ghsim.gitops import GitError
 from ghsim.model import (
+    Fault,
     RequestRecord,
     TokenInfo,
     iso,
@@ -31,7 +33,7 @@ from ghsim.payloads import DOCS, Renderer, error_body
 from ghsim.routes import Ctx, HttpError, serve_route
 
 if TYPE_CHECKING:
-    from ghsim.sim import GitHubSim
+    from ghsim.state import SimState as GitHubSim
 
 PRIMARY_MESSAGE = (
     "API rate limit exceeded for user ID {user_id}. If you reach out to GitHub Support for "
@@ -51,7 +53,8 @@ RPC_METHODS = frozenset(
     open_pr push force_push merge_base_into_head edit_pr label unlabel set_draft
     set_auto_merge set_review_decision set_merge_state close reopen merge comment
     edit_comment set_comment_user_null review set_check_run set_status set_rate_limit
-    inject_fault inject_secondary_limit clear_faults set_pr_user_null set_head_repo_null
+    inject_fault inject_secondary_limit inject_body_fault inject_redirect clear_faults
+    set_pr_user_null set_head_repo_null
     set_time advance use_real_time sync branch_sha repo_path pull pulls clear_requests
     thread_resolved minimized protect_branch unprotect_branch add_ruleset grant_admin
     add_review_bot review_bots
@@ -66,6 +69,10 @@ class Outgoing:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     truncate: bool = False
+    # An answer-bound fault (faults.inject_body_fault): ``huge`` sends ``size`` plain
+    # bytes instead of ``body``; ``drip`` sends ``body`` a byte every ``drip`` seconds.
+    huge: int | None = None
+    drip: float | None = None
 
 
 # == dispatch ================================================================================
@@ -152,6 +159,7 @@ class _Exchange:
     delay: float = 0.0
     truncate: bool = False
     malformed: bool = False
+    body_fault: Fault | None = None
     out_headers: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -183,6 +191,11 @@ def _injected_fault(sim: GitHubSim, ex: _Exchange) -> Answer | None:
         return None
     ex.delay = fault.delay or 0.0
     ex.truncate, ex.malformed = fault.truncate, fault.malformed
+    if fault.location is not None:
+        return _redirect(ex, fault.location, fault.status or 301)
+    if fault.body_kind is not None:
+        ex.body_fault = fault
+        return None  # answer normally, then replace or drip the body (_finish)
     if fault.secondary:
         if fault.retry_after is not None:
             ex.out_headers["retry-after"] = str(fault.retry_after)
@@ -193,6 +206,32 @@ def _injected_fault(sim: GitHubSim, ex: _Exchange) -> Answer | None:
         phrase = HTTPStatus(fault.status).phrase if known else "Error"
         return fault.status, fault.body or error_body(phrase, DOCS, fault.status)
     return None  # delay / truncate / malformed: answer normally, then mangle
+
+
+def _redirect(ex: _Exchange, location: str, status: int) -> Answer:
+    """GitHub's answer for a moved resource (a renamed repository)."""
+    if "?" not in location and ex.query_pairs:
+        location = f"{location}?{urlencode(ex.query_pairs)}"
+    ex.out_headers["location"] = location
+    phrase = HTTPStatus(status).phrase
+    return status, {"message": phrase, "url": location, "documentation_url": DOCS}
+
+
+def _mangled(ex: _Exchange, out: Outgoing) -> Outgoing:
+    """``out`` with the exchange's answer-bound fault applied."""
+    fault = ex.body_fault
+    if fault is None:
+        return out
+    if fault.body_kind == "gzip_bomb":
+        out.body = gzip_bomb(fault.size or 1)
+        out.headers["content-encoding"] = "gzip"
+        out.headers.pop("etag", None)
+    elif fault.body_kind == "huge":
+        out.huge = fault.size or 0
+        out.headers.pop("etag", None)
+    else:
+        out.drip = fault.drip_seconds
+    return out
 
 
 def _primary_limit(sim: GitHubSim, ex: _Exchange) -> Answer | None:
@@ -273,7 +312,7 @@ def _finish(sim: GitHubSim, ex: _Exchange, status: int, payload: Any) -> Outgoin
             at=sim.now(),
         )
     )
-    return Outgoing(status, body, headers, ex.delay, ex.truncate)
+    return _mangled(ex, Outgoing(status, body, headers, ex.delay, ex.truncate))
 
 
 def dispatch(
@@ -337,7 +376,8 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in out.headers.items():
                 self.send_header(name, value)
             if out.status != 304:
-                self.send_header("content-length", str(len(out.body)))
+                size = out.huge if out.huge is not None else len(out.body)
+                self.send_header("content-length", str(size))
             if out.truncate:
                 self.send_header("connection", "close")
             self.end_headers()
@@ -346,9 +386,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 self.close_connection = True
             elif out.status != 304:
-                self.wfile.write(out.body)
+                self._write_body(out)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _write_body(self, out: Outgoing) -> None:
+        if out.huge is not None:
+            for piece in plain_chunks(out.huge):
+                self.wfile.write(piece)
+        elif out.drip is not None:
+            for index in range(len(out.body)):
+                if index:
+                    time.sleep(out.drip)
+                self.wfile.write(out.body[index : index + 1])
+                self.wfile.flush()
+        else:
+            self.wfile.write(out.body)
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 
@@ -361,6 +414,12 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, sim: GitHubSim, address: tuple[str, int]) -> None:
         self.sim = sim
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet about a client that hung up (one refusing a bomb or a drip, say)."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def make_server(sim: GitHubSim, host: str, port: int) -> _Server:

@@ -1,11 +1,6 @@
-"""``GitHubSim``: the simulator's public face: its lifecycle, and all helpers in one class.
-
-The helpers live one concern a module, each a base class of ``GitHubSim`` on top of
-:class:`ghsim.core.SimCore` (state, clock, tokens, lookups): ``repos.py``, ``pulls.py``
-(git: open, push, sync, merge), ``pull_edits.py``, ``conversation.py``, ``checks.py``,
-``protection.py``, ``bots.py``, ``faults.py``, ``traffic.py`` (rate limits, request log)
-and ``facts.py`` (what the routes derive). Every helper takes ``self.lock``.
-"""
+"""``GitHubSim``: the simulator's public face: :class:`ghsim.state.SimState` (all helpers,
+one concern a module) with its lifecycle: serving in a thread, stopping, the context
+manager."""
 
 from __future__ import annotations
 
@@ -13,28 +8,12 @@ import shutil
 import threading
 from typing import Self
 
-from ghsim.checks import CheckSim
-from ghsim.conversation import ConversationSim
 from ghsim.core import AUTO, GhsimError
-from ghsim.facts import FactsSim
-from ghsim.faults import FaultSim
 from ghsim.gitops import GitError, MergeConflict
-from ghsim.pull_edits import PullEditSim
-from ghsim.pulls import PullSim
-from ghsim.repos import RepoSim
-from ghsim.traffic import TrafficSim
+from ghsim.state import SimState
 
 
-class GitHubSim(
-    ConversationSim,
-    CheckSim,
-    PullSim,
-    PullEditSim,
-    RepoSim,
-    FactsSim,
-    TrafficSim,
-    FaultSim,
-):
+class GitHubSim(SimState):
     """A stateful simulated GitHub (REST + a GraphQL subset) on loopback HTTP.
 
     >>> with GitHubSim() as sim:                     # starts on a free port
@@ -79,21 +58,6 @@ class GitHubSim(
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise GhsimError("the simulator is not started")
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT`` (use as ``GITHUB_API_URL``)."""
-        return f"http://{self.host}:{self.port}"
-
-    def __repr__(self) -> str:
-        where = self.url if self._server is not None else "stopped"
-        return f"<GitHubSim {where} repos={sorted(self._repos)}>"
 
 
 __all__ = ["AUTO", "GhsimError", "GitError", "GitHubSim", "MergeConflict"]

@@ -81,7 +81,9 @@ class Rig:
         **config: object,
     ) -> int:
         trigger = validate_poll_config({"repo": REPO, "poll_interval_seconds": 10, **config})
-        script = f'sleep {sleep}; echo "$1@$2" >> {self.recorder}'
+        # Each line: pr@head, the pid of the engine that started the action ($PPID: sh is
+        # the action itself) and when it finished (the fault test's outlived oracle).
+        script = f'sleep {sleep}; echo "$1@$2 $PPID $(date +%s.%N)" >> {self.recorder}'
         spec = ScheduleSpec(
             name=name,
             trigger_type=TriggerType.GITHUB_POLL,
@@ -130,7 +132,17 @@ class Rig:
         return self.store.list_runs(name, limit=100000)
 
     def recorded(self) -> Counter[str]:
-        return Counter(line for line in self.recorder.read_text().splitlines() if line)
+        """``pr@head`` -> how many times the recorder action finished for it."""
+        return Counter(completion.key for completion in self.completions())
+
+    def completions(self) -> list[Completion]:
+        """Every finished recorder action, in the order they finished."""
+        found = []
+        for line in self.recorder.read_text().splitlines():
+            if line.strip():
+                key, engine_pid, at = line.split()
+                found.append(Completion(key, int(engine_pid), float(at)))
+        return found
 
     def retry_queue(self, schedule_id: int) -> list[object]:
         return list(PollStore(self.store).get_state(schedule_id).retry_events or [])
@@ -142,6 +154,15 @@ class Rig:
             for r in self.runs(name)
             if r.status == RunStatus.SUCCEEDED.value
         )
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One finished recorder action: its event, the engine that ran it, when (epoch)."""
+
+    key: str
+    engine_pid: int
+    finished_at: float
 
 
 @dataclass

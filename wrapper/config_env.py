@@ -2,18 +2,21 @@
 
 ``engine.config.Settings.from_env`` is the one reader of the ``LI_*`` and ``GITHUB_*``
 variables. Importing it costs pydantic-settings (and through it asyncio): about a tenth
-of ``kdev review-pr``'s carry-forward, which reads four of its fields (issue 19).
-:func:`github_settings` gives the same four values without that import when it can prove
-that ``Settings.from_env`` would accept the environment and read them the same way:
+of ``kdev review-pr``'s carry-forward, which reads seven of its fields (issue 19; the
+three bounds of one answer since issue 24). :func:`github_settings` gives the same
+values without that import when it can prove that ``Settings.from_env`` would accept the
+environment and read them the same way:
 
 - every variable ``Settings`` reads (each field's variable and, as pydantic-settings
   also accepts them, the field names themselves) is absent, empty (which counts as unset)
   or in a plain form whose meaning is not in doubt: digits for a whole number, digits
   with an optional decimal fraction for seconds, valid names for ``LI_ENV_PASSTHROUGH``,
-  any text for the strings; each within its field's bounds;
+  any text for the strings; each within its field's bounds; and a token variable is
+  set, or neither ``GITHUB_TOKEN_FILE`` nor ``CREDENTIALS_DIRECTORY`` (which name a
+  file that ``Settings`` reads the token from);
 - then the values are read as ``Settings`` reads them: ``GITHUB_API_URL`` without a
   trailing ``/``, ``GITHUB_TOKEN`` before ``GH_TOKEN``, a zero ``LI_GITHUB_TIMEOUT``
-  meaning 30, the defaults otherwise.
+  meaning 30, the defaults otherwise (engine.github.limits holds those of the bounds).
 
 Anything else - a field name used as a variable, a sign, a space, an exponent, an
 out-of-range number, a bad name, text that is not valid Unicode - goes to
@@ -29,7 +32,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from engine.github import GitHubSettings
-from engine.github.limits import DEFAULT_POINTS_PER_MINUTE, MAX_CONCURRENT_REQUESTS
+from engine.github.limits import (
+    DEFAULT_DEADLINE_SECONDS,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_REDIRECTS,
+    DEFAULT_POINTS_PER_MINUTE,
+    MAX_CONCURRENT_REQUESTS,
+    MAX_MAX_REDIRECTS,
+    MIN_DEADLINE_SECONDS,
+    MIN_MAX_BODY_BYTES,
+)
 
 # engine.config's DEFAULT_GITHUB_API_URL and name pattern (the test checks they agree).
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
@@ -52,11 +64,16 @@ VARIABLES: dict[str, tuple[str, int, int | None]] = {
     "GH_TOKEN": ("text", 0, None),
     "LI_GITHUB_TIMEOUT": ("seconds", 0, None),
     "LI_GITHUB_RATE": ("whole", 1, None),
+    "LI_GITHUB_MAX_BODY_BYTES": ("whole", MIN_MAX_BODY_BYTES, None),
+    "LI_GITHUB_DEADLINE": ("seconds", int(MIN_DEADLINE_SECONDS), None),
+    "LI_GITHUB_MAX_REDIRECTS": ("whole", 0, MAX_MAX_REDIRECTS),
     "LI_POLL_THREADS": ("whole", 1, MAX_CONCURRENT_REQUESTS),
     "LI_RUNS_KEEP_DAYS": ("whole", 1, None),
     "LI_RUNS_KEEP_PER_SCHEDULE": ("whole", 0, None),
     "LI_TRIGGER_KEYS_KEEP_DAYS": ("whole", 2, None),
 }
+# Without a token variable Settings reads the token from the file these name (D66).
+TOKEN_FILES = frozenset({"GITHUB_TOKEN_FILE", "CREDENTIALS_DIRECTORY"})
 # Settings' field names, which pydantic-settings also reads as variables (populate_by_name).
 FIELD_NAMES = frozenset(
     {
@@ -73,6 +90,9 @@ FIELD_NAMES = frozenset(
         "github_token",
         "github_timeout_seconds",
         "github_requests_per_minute",
+        "github_max_body_bytes",
+        "github_deadline_seconds",
+        "github_max_redirects",
         "poll_threads_setting",
         "runs_keep_days",
         "runs_keep_per_schedule",
@@ -84,12 +104,15 @@ FIELD_NAMES = frozenset(
 
 @dataclass(frozen=True)
 class GitHubEnv:
-    """The four fields of ``Settings`` the GitHub client reads (a :class:`GitHubSettings`)."""
+    """The fields of ``Settings`` the GitHub client reads (a :class:`GitHubSettings`)."""
 
     github_api_url: str
     github_token: str | None
     github_timeout_seconds: float
     github_requests_per_minute: int
+    github_max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    github_deadline_seconds: float = DEFAULT_DEADLINE_SECONDS
+    github_max_redirects: int = DEFAULT_MAX_REDIRECTS
 
 
 def github_settings(environ: Mapping[str, str]) -> GitHubSettings:
@@ -104,10 +127,12 @@ def github_settings(environ: Mapping[str, str]) -> GitHubSettings:
 
 
 def read_plain(environ: Mapping[str, str]) -> GitHubEnv | None:
-    """The four fields when every variable ``Settings`` reads is plainly valid; else None."""
+    """The GitHub fields when every variable ``Settings`` reads is plainly valid; else None."""
     env = {name: value for name, value in environ.items() if value != ""}
     if FIELD_NAMES.intersection(env):
         return None
+    if not {"GITHUB_TOKEN", "GH_TOKEN"}.intersection(env) and TOKEN_FILES.intersection(env):
+        return None  # the token is in a file: Settings reads it (engine.credentials)
     for name, (kind, lowest, highest) in VARIABLES.items():
         if name in env and not _plain(env[name], kind, lowest, highest):
             return None
@@ -117,6 +142,9 @@ def read_plain(environ: Mapping[str, str]) -> GitHubEnv | None:
         github_token=env.get("GITHUB_TOKEN", env.get("GH_TOKEN")),
         github_timeout_seconds=timeout,
         github_requests_per_minute=int(env.get("LI_GITHUB_RATE", DEFAULT_POINTS_PER_MINUTE)),
+        github_max_body_bytes=int(env.get("LI_GITHUB_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)),
+        github_deadline_seconds=float(env.get("LI_GITHUB_DEADLINE", DEFAULT_DEADLINE_SECONDS)),
+        github_max_redirects=int(env.get("LI_GITHUB_MAX_REDIRECTS", DEFAULT_MAX_REDIRECTS)),
     )
 
 

@@ -16,53 +16,36 @@
 
    An unreadable or empty ``GITHUB_TOKEN_FILE`` is ConfigError ``token_file_unreadable``.
 
-The token is then handed around in memory only (:func:`kdev_environ`: a dict that the
-workflow reads ``GITHUB_TOKEN`` from, for the API client and the secret canary).
+The non-dumpable call and the token's sources are li's (``engine.credentials``, D66):
+one implementation for both programs. The token is then handed around in memory only
+(:func:`kdev_environ`: a dict that the workflow reads ``GITHUB_TOKEN`` from, for the API
+client and the secret canary).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, MutableMapping
-from pathlib import Path
 
+from engine.credentials import (
+    TOKEN_FILE_VARIABLE,
+    TOKEN_VARIABLES,
+    set_non_dumpable,
+    token_from_sources,
+)
+from engine.errors import ConfigError as EngineConfigError
 from wrapper.errors import ConfigError
-from wrapper.review.sandbox import set_non_dumpable
 
-TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
-TOKEN_FILE_VARIABLE = "GITHUB_TOKEN_FILE"
-CREDENTIAL_NAME = "github_token"
-
-
-def _read_token_file(path: Path, what: str) -> str:
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigError(
-            f"{what} {path} is unreadable: {detail}", "token_file_unreadable"
-        ) from None
-    if not token:
-        raise ConfigError(f"{what} {path} is empty", "token_file_unreadable")
-    return token
+__all__ = ["harden_process", "kdev_environ", "set_non_dumpable", "take_github_token"]
 
 
 def take_github_token(environ: MutableMapping[str, str]) -> str | None:
     """The GitHub token from the sources in the module doc (first wins), with every
     token variable removed from ``environ``; None when no source has one."""
-    token: str | None = None
-    for name in TOKEN_VARIABLES:
-        if environ.get(name):
-            token = environ[name]
-            break
-    file_name = environ.get(TOKEN_FILE_VARIABLE)
-    if token is None and file_name:
-        token = _read_token_file(Path(file_name), TOKEN_FILE_VARIABLE)
-    credentials = environ.get("CREDENTIALS_DIRECTORY")
-    if token is None and credentials:
-        path = Path(credentials) / CREDENTIAL_NAME
-        if path.exists():
-            token = _read_token_file(path, "systemd credential")
+    try:
+        token = token_from_sources(environ)
+    except EngineConfigError as exc:
+        raise ConfigError(exc.message, exc.reason) from None
     for name in (*TOKEN_VARIABLES, TOKEN_FILE_VARIABLE):
         environ.pop(name, None)
     return token

@@ -24,6 +24,7 @@ from engine.cli import (
 )
 from engine.cli.common import EXIT_RUN_NOT_SUCCEEDED, GLOBAL_OPTIONS
 from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_logging
+from engine.credentials import set_non_dumpable
 
 __all__ = ["EXIT_RUN_NOT_SUCCEEDED", "app"]
 
@@ -61,6 +62,7 @@ def main(
     ),
 ) -> None:
     """li: schedules in SQL, commands fired safely, every fire recorded."""
+    set_non_dumpable()  # first: /proc/<li>/environ and mem closed to the same uid (D66)
     GLOBAL_OPTIONS.log_level_given = log_level is not None
     configure_logging((log_level or LogLevel.WARNING).value, log_format.value)
 

@@ -10,6 +10,8 @@ implementation)::
     parse    pure JSON -> types: parse_pull_item, parse_pull_page, parse_rate and the
              field readers get_field / optional_field / parse_time (raising Malformed)
     pacing   RequestPacer, pacer_for, token_identity: spacing and rate-limit deferral
+    bounded  the bounds of one answer on the one send path: the decoded body capped as it
+             is inflated, one deadline per request, redirects only within the API's origin
     session  GitHubSession, redact, status_error_class: the HTTP core of one token -
              paced requests, the one pagination loop, the one translation table from
              transport errors, statuses and GraphQL errors to the error classes, and the
@@ -41,12 +43,15 @@ from engine.github.parse import (
 )
 from engine.github.types import (
     AUTH_ERROR,
+    BODY_TOO_LARGE,
     GHOST_USER,
     HTTP_ERROR,
     MALFORMED_PAYLOAD,
     NETWORK_ERROR,
     NOT_FOUND,
     RATE_LIMITED,
+    REDIRECT_REFUSED,
+    REQUEST_DEADLINE,
     SECONDARY_RATE_LIMITED,
     SERVER_ERROR,
     CachedResponse,
@@ -54,6 +59,8 @@ from engine.github.types import (
     EtagCache,
     EtagSink,
     GitHubAuthError,
+    GitHubBodyTooLarge,
+    GitHubDeadlineExceeded,
     GitHubError,
     GitHubErrorKind,
     GitHubHttpError,
@@ -61,6 +68,7 @@ from engine.github.types import (
     GitHubNetworkError,
     GitHubNotFound,
     GitHubRateLimited,
+    GitHubRedirectRefused,
     GitHubSecondaryRateLimited,
     GitHubServerError,
     GitHubSettings,
@@ -104,6 +112,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AUTH_ERROR",
+    "BODY_TOO_LARGE",
     "COMMENT_SHAPE_ID",
     "GHOST_USER",
     "HTTP_ERROR",
@@ -112,6 +121,8 @@ __all__ = [
     "NOT_FOUND",
     "PULL_SHAPE_ID",
     "RATE_LIMITED",
+    "REDIRECT_REFUSED",
+    "REQUEST_DEADLINE",
     "SECONDARY_RATE_LIMITED",
     "SERVER_ERROR",
     "CachedResponse",
@@ -119,7 +130,9 @@ __all__ = [
     "EtagCache",
     "EtagSink",
     "GitHubAuthError",
+    "GitHubBodyTooLarge",
     "GitHubClient",
+    "GitHubDeadlineExceeded",
     "GitHubError",
     "GitHubErrorKind",
     "GitHubHttpError",
@@ -127,6 +140,7 @@ __all__ = [
     "GitHubNetworkError",
     "GitHubNotFound",
     "GitHubRateLimited",
+    "GitHubRedirectRefused",
     "GitHubSecondaryRateLimited",
     "GitHubServerError",
     "GitHubSession",

@@ -17,6 +17,12 @@ What li derives (docs/decisions.md, "Pacing and poll threads from GitHub's limit
 * :func:`default_poll_threads`: enough poll threads to keep that pace busy while each
   request waits :data:`DESIGN_LATENCY_SECONDS` for GitHub (Little's law: requests in
   flight = rate x latency), at least 2 and never over the concurrency limit.
+
+And li's own bounds of one answer (issue 24, docs/decisions.md D68), enforced by
+engine.github.bounded: :data:`DEFAULT_MAX_BODY_BYTES` of decoded body (a page of 100
+pulls is 1-2 MB, a compare with its patches a few MB), :data:`DEFAULT_DEADLINE_SECONDS`
+for the whole request (connect, every read, decompression, redirects) and
+:data:`DEFAULT_MAX_REDIRECTS` hops, each within the API's origin.
 """
 
 from __future__ import annotations
@@ -34,6 +40,14 @@ DESIGN_LATENCY_SECONDS = 0.5
 MIN_POLL_THREADS = 2
 # Under this share of its primary limit left, a pacer spreads the rest until the reset.
 LOW_BUDGET_SHARE = 0.1
+# The bounds of one answer (Settings: LI_GITHUB_MAX_BODY_BYTES, LI_GITHUB_DEADLINE,
+# LI_GITHUB_MAX_REDIRECTS); the lowest values Settings accepts beside them.
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+MIN_MAX_BODY_BYTES = 1024
+DEFAULT_DEADLINE_SECONDS = 60.0
+MIN_DEADLINE_SECONDS = 1.0
+DEFAULT_MAX_REDIRECTS = 5
+MAX_MAX_REDIRECTS = 20
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 

@@ -1,8 +1,10 @@
 """The HTTP core every GitHub call goes through: one token, paced requests, one error map.
 
 :class:`GitHubSession` owns the connection, the token and its pacer. It sends every
-request (:meth:`~GitHubSession._send`), follows ``Link: rel="next"`` through the one
-pagination loop (:meth:`~GitHubSession._paginate`), and translates every failure at this
+request (:meth:`~GitHubSession._send`, within the bounds of engine.github.bounded: the
+decoded body capped, one deadline, redirects only within the API's origin), follows
+``Link: rel="next"`` through the one pagination loop (:meth:`~GitHubSession._paginate`),
+and translates every failure at this
 one boundary into one :class:`~engine.github.types.GitHubError` class per failure kind,
 from one table: :data:`_TRANSPORT_ERRORS` (httpx exceptions), :func:`status_error_class`
 (HTTP statuses and rate-limit headers) and :data:`_GRAPHQL_ERRORS` (GraphQL error types).
@@ -27,6 +29,7 @@ import httpx
 
 from engine import __version__
 from engine.errors import ConfigError, InvalidInput
+from engine.github.bounded import ACCEPT_ENCODING, Bounds, OutOfBounds, send_bounded
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
 from engine.github.parse import json_name, parse_rate
@@ -136,12 +139,11 @@ class _Pages:
 
 
 def _record_rate(identity: str, headers: Mapping[str, str]) -> None:
-    """The engine's rate-limit gauges (engine.run.metrics), imported on first use: a
-    process that keeps no metrics (``record_rates=False``) never loads
-    prometheus_client (issue 19)."""
-    from engine.run.metrics import record_rate
+    """Note the rate-limit headers for the engine's gauges (engine.github.ratelog, read by
+    engine.run.metrics at scrape time; the send path never loads prometheus_client)."""
+    from engine.github import ratelog
 
-    record_rate(identity, headers)
+    ratelog.note(identity, headers)
 
 
 class GitHubSession:
@@ -177,12 +179,14 @@ class GitHubSession:
                 f"GITHUB_API_URL must be an http(s) URL, got {self.api_url!r}", "invalid_setting"
             )
         self._origin = (base.scheme, base.host, base.port)
+        self.bounds = Bounds.of(settings)
         self._token = settings.github_token
         self.token_identity = token_identity(self._token)
         self.pacer = pacer if pacer is not None else pacer_for(self.token_identity)
         self._clock = clock
         headers = {
             "Accept": "application/vnd.github+json",
+            "Accept-Encoding": ACCEPT_ENCODING,  # what engine.github.bounded inflates
             "X-GitHub-Api-Version": API_VERSION,
             "User-Agent": f"li/{__version__}",
         }
@@ -194,7 +198,9 @@ class GitHubSession:
                 connect=connect_timeout, read=read_timeout, write=read_timeout, pool=read_timeout
             ),
             transport=transport,
-            follow_redirects=True,  # GitHub answers 301 for renamed repositories
+            # GitHub answers 301 for a renamed repository: engine.github.bounded follows
+            # it, within the API's origin only (issue 24).
+            follow_redirects=False,
             event_hooks={"response": [_log_response, self._note_rate]},
         )
 
@@ -343,17 +349,28 @@ class GitHubSession:
         ok: tuple[int, ...] = (200,),
         points: int | None = None,
     ) -> httpx.Response:
-        """One paced request; returns an answer whose status is in ``ok`` (or a 304 when
-        ``etag`` was sent), else raises the translated error. ``points``: its cost in
+        """One paced request within :attr:`bounds` (engine.github.bounded: body size,
+        deadline, same-origin redirects); returns an answer whose status is in ``ok`` (or
+        a 304 when ``etag`` was sent), else raises the translated error. ``points``: its cost in
         GitHub's secondary limit (default: by method, engine.github.limits.points_of)."""
         where = f"{method} {self._where(url)}"
         self.pacer.acquire(points_of(method) if points is None else points)
         headers = {"If-None-Match": etag} if etag else None
         try:
             with self.pacer.in_flight():
-                response = self._http.request(method, url, headers=headers, json=json_body)
+                response = send_bounded(
+                    self._http,
+                    method,
+                    url,
+                    headers=headers,
+                    json_body=json_body,
+                    bounds=self.bounds,
+                    origin=self._origin,
+                )
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, where) from None
+        except OutOfBounds as exc:
+            raise self.error(exc.kind, f"{where}: {exc.message}") from None
         if response.status_code in ok or (response.status_code == 304 and etag):
             return response
         raise self._status_error(response, where)

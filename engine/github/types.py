@@ -18,7 +18,14 @@ stable code, ``status`` the HTTP status or None)::
       GitHubServerError               server_error: 5xx
       GitHubNetworkError              network_error: no complete answer (refused, timed out,
                                       cut off mid-body)
+        GitHubDeadlineExceeded        request_deadline: the whole request outlasted
+                                      LI_GITHUB_DEADLINE (a drip-fed body, say)
       GitHubMalformedPayload          malformed_payload: not JSON, or not the shape expected
+        GitHubBodyTooLarge            body_too_large: the decoded body passed
+                                      LI_GITHUB_MAX_BODY_BYTES (a gzip bomb, say)
+        GitHubRedirectRefused         redirect_refused: a redirect leaving the API's origin,
+                                      past LI_GITHUB_MAX_REDIRECTS, or turning a write into
+                                      a GET
 
 The one table from transport errors and status codes to these classes is in
 engine.github.client.
@@ -43,6 +50,10 @@ HTTP_ERROR = "http_error"
 SERVER_ERROR = "server_error"
 NETWORK_ERROR = "network_error"
 MALFORMED_PAYLOAD = "malformed_payload"
+# The bounds of one answer (engine.github.bounded, issue 24).
+REQUEST_DEADLINE = "request_deadline"
+BODY_TOO_LARGE = "body_too_large"
+REDIRECT_REFUSED = "redirect_refused"
 # A skipped listing item whose author is a deleted ("ghost") account: ``user`` is null.
 GHOST_USER = "ghost_user"
 
@@ -140,6 +151,25 @@ class GitHubMalformedPayload(GitHubErrorKind):
     REASON = MALFORMED_PAYLOAD
 
 
+class GitHubDeadlineExceeded(GitHubNetworkError):
+    """The whole request (connect, reads, decompression, redirects) outlasted its deadline."""
+
+    REASON = REQUEST_DEADLINE
+
+
+class GitHubBodyTooLarge(GitHubMalformedPayload):
+    """The decoded body grew past the cap: no answer GitHub gives is that large."""
+
+    REASON = BODY_TOO_LARGE
+
+
+class GitHubRedirectRefused(GitHubMalformedPayload):
+    """A redirect that leaves the API's origin, one too many, or one that would turn a
+    write into a GET."""
+
+    REASON = REDIRECT_REFUSED
+
+
 ERROR_CLASSES: dict[str, type[GitHubErrorKind]] = {
     kind.REASON: kind
     for kind in (
@@ -151,6 +181,9 @@ ERROR_CLASSES: dict[str, type[GitHubErrorKind]] = {
         GitHubServerError,
         GitHubNetworkError,
         GitHubMalformedPayload,
+        GitHubDeadlineExceeded,
+        GitHubBodyTooLarge,
+        GitHubRedirectRefused,
     )
 }
 
@@ -342,6 +375,15 @@ class GitHubSettings(Protocol):
 
     @property
     def github_requests_per_minute(self) -> int: ...
+
+    @property
+    def github_max_body_bytes(self) -> int: ...
+
+    @property
+    def github_deadline_seconds(self) -> float: ...
+
+    @property
+    def github_max_redirects(self) -> int: ...
 
 
 class EtagCache(Protocol):

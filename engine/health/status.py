@@ -18,7 +18,7 @@ from engine.health.assess import (
 )
 from engine.health.losses import newest_outcome, window_losses
 from engine.poll.config import validate_poll_config
-from engine.poll.pollpass import page_limit
+from engine.poll.steps import page_limit
 from engine.store.models import PollState, Schedule, TriggerType
 from engine.store.pollstore import PollStore
 from engine.store.store import Store

@@ -35,7 +35,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from engine.api import Decision
+from engine.apitypes import Decision
 from engine.errors import InvalidInput
 from engine.store.models import PollDecision, ScheduleRun
 from engine.store.store import Store

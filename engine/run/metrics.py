@@ -21,7 +21,7 @@ same file instead).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from threading import Thread
@@ -31,7 +31,6 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     PlatformCollector,
     ProcessCollector,
@@ -71,18 +70,6 @@ POLLS = Counter(
     ["schedule", "result"],
     registry=REGISTRY,
 )
-RATE_REMAINING = Gauge(
-    "li_github_rate_limit_remaining",
-    "Requests left in GitHub's window, per token identity (a hash, never the token).",
-    ["identity"],
-    registry=REGISTRY,
-)
-RATE_RESET = Gauge(
-    "li_github_rate_limit_reset_timestamp_seconds",
-    "When GitHub's rate-limit window resets (Unix time), per token identity.",
-    ["identity"],
-    registry=REGISTRY,
-)
 
 
 def record_run(
@@ -104,16 +91,33 @@ def record_poll(schedule: str, status: str) -> None:
     POLLS.labels(schedule=schedule, result=poll_result(status)).inc()
 
 
-def record_rate(identity: str, headers: Mapping[str, str]) -> None:
-    """Keep the newest ``x-ratelimit-remaining`` / ``-reset`` of ``identity``."""
-    remaining, reset = headers.get("x-ratelimit-remaining"), headers.get("x-ratelimit-reset")
-    try:
-        if remaining is not None:
-            RATE_REMAINING.labels(identity=identity).set(float(remaining))
-        if reset is not None:
-            RATE_RESET.labels(identity=identity).set(float(reset))
-    except ValueError:
-        log.debug("unreadable rate-limit headers %r / %r", remaining, reset)
+class RateCollector(Collector):
+    """The GitHub rate limit per token identity, as the session last noted it
+    (engine.github.ratelog), at each scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        from engine.github import ratelog
+
+        remaining, reset = ratelog.newest()
+        left = GaugeMetricFamily(
+            "li_github_rate_limit_remaining",
+            "Requests left in GitHub's window, per token identity (a hash, never the token).",
+            labels=["identity"],
+        )
+        for identity, value in sorted(remaining.items()):
+            left.add_metric([identity], value)
+        resets = GaugeMetricFamily(
+            "li_github_rate_limit_reset_timestamp_seconds",
+            "When GitHub's rate-limit window resets (Unix time), per token identity.",
+            labels=["identity"],
+        )
+        for identity, value in sorted(reset.items()):
+            resets.add_metric([identity], value)
+        yield left
+        yield resets
+
+
+REGISTRY.register(RateCollector())
 
 
 class StoreCollector(Collector):

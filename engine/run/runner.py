@@ -169,6 +169,7 @@ def run_action(
         kill_grace_seconds=request.kill_grace_seconds,
         stdout_limit=request.tail_bytes,
         stderr_limit=request.tail_bytes,
+        die_with_parent=True,  # never outlives a killed engine (D28)
     )
     try:
         result = supervise(spec, on_spawn=on_spawn, cancel=cancel)

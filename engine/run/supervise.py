@@ -83,6 +83,9 @@ class ChildSpec:
     kill_group_on_exit: bool = False
     drain_after_exit_seconds: float = DRAIN_AFTER_EXIT_SECONDS
     preexec_fn: Callable[[], None] | None = None
+    # SIGKILL the child when the thread that started it ends, kill -9 of the process
+    # included (engine.run.parentdeath); runs before ``preexec_fn``.
+    die_with_parent: bool = False
 
 
 @dataclass(frozen=True)
@@ -229,6 +232,14 @@ def _stdin_file(data: bytes | None) -> IO[bytes] | None:
     return handle
 
 
+def _preexec(spec: ChildSpec) -> Callable[[], None] | None:
+    if not spec.die_with_parent:
+        return spec.preexec_fn
+    from engine.run.parentdeath import chained, killed_with_parent
+
+    return chained(killed_with_parent(), spec.preexec_fn)
+
+
 def _spawn(spec: ChildSpec) -> subprocess.Popen[bytes]:
     stdin: IO[bytes] | None = None
     try:
@@ -242,7 +253,7 @@ def _spawn(spec: ChildSpec) -> subprocess.Popen[bytes]:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=spec.preexec_fn,
+            preexec_fn=_preexec(spec),
         )
     except OSError as exc:
         raise SpawnFailed(str(exc.strerror or exc)) from None

@@ -28,6 +28,7 @@ import pytest
 
 from demo.run_demo import setup_pipeline
 from ghsim import GitHubSim
+from tests.llmkit import FakeUpstream, fake_upstream
 from wrapper.leakscan import find_leak
 
 REPO = "octo/widgets"
@@ -125,7 +126,7 @@ def write_config(scene: Scene, exfil: Exfil, form: str, **extra: Any) -> None:
             "argv": [sys.executable, "-P", str(HOSTILE)],
             "model": "hostile",
             "timeout_seconds": 60,
-            "env_passthrough": ["ANTHROPIC_API_KEY"],
+            "env_passthrough": ["ANTHROPIC_API_KEY"],  # no proxy: the reviewer holds the key
         },
         "reviewer_env": [name for name in scene.env if name.startswith("HOSTILE_")],
         "sandbox": "required",
@@ -325,3 +326,100 @@ def test_the_root_fallback_contains_the_hostile_reviewer_too(scene: Scene, exfil
     assert (scene.checkout / ".git" / "config").read_text() == before
     assert scene.wait_until_gone() == []  # the daemon went with the reviewer (reaper)
     assert find_leak([*posted(scene), *verdict_texts(scene)], [scene.token, API_KEY]) is None
+
+
+# --- issue 24: behind kdev's API proxy the reviewer holds no key (D65) ---------------------
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    with fake_upstream() as state:
+        yield state
+
+
+def write_proxy_config(
+    scene: Scene, exfil: Exfil, upstream: FakeUpstream, *, fallback: bool = False
+) -> str:
+    """The hostile reviewer behind the proxy; a fresh key of this test only (other runs'
+    reviewers on this machine hold the module's API_KEY). Returns the key."""
+    key = f"sk-ant-{uuid.uuid4().hex}{uuid.uuid4().hex[:8]}"
+    scene.env["ANTHROPIC_API_KEY"] = key
+    scene.env["HOSTILE_UPSTREAM_PORT"] = str(upstream.port)
+    python = SYSTEM_PYTHON if fallback else sys.executable
+    reviewer = {
+        "backend": "command",
+        "argv": [python, "-P", str(HOSTILE)],
+        "model": "hostile",
+        "timeout_seconds": 60,
+        "api_proxy": {
+            "upstream": upstream.url,
+            "key_env": "ANTHROPIC_API_KEY",
+            "header": "x-api-key",
+            "base_url_env": ["ANTHROPIC_BASE_URL"],
+            "placeholder_env": {"ANTHROPIC_API_KEY": "kdev-proxy"},
+        },
+    }
+    where = (
+        {"sandbox": "preferred", "sandbox_bwrap": "/nonexistent/bwrap"}
+        if fallback
+        else {"sandbox": "required"}
+    )
+    write_config(scene, exfil, "raw", reviewer=reviewer, **where)
+    return key
+
+
+def proxied_review(scene: Scene, upstream: FakeUpstream, key: str) -> tuple[dict[str, Any], str]:
+    """Run the review; the harvest the reviewer sent upstream, and everything kdev said."""
+    result = scene.kdev(*scene.review_args(), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outcome"] == "reviewed"
+    # The upstream saw one request, the harvest, with the real key; nothing else got there.
+    assert [(s.method, s.path) for s in upstream.seen] == [("POST", "/v1/messages")]
+    [seen] = upstream.seen
+    assert seen.headers["x-api-key"] == key and "authorization" not in seen.headers
+    loot = seen.body.decode()
+    assert find_leak(loot, [key, scene.token]) is None
+    assert key[7:23] not in loot and scene.token[4:20] not in loot
+    harvest = json.loads(loot)
+    assert harvest["env"]["ANTHROPIC_API_KEY"] == "kdev-proxy"
+    attacks = harvest["attacks"]
+    for name in ("connect", "absolute", "foreign_host"):
+        assert attacks["proxy"][name].startswith("HTTP/1.1 403"), attacks["proxy"]
+    assert any(isinstance(hits, list) for hits in attacks["mem"].values())  # it did read some
+    said = [*posted(scene), *verdict_texts(scene), notifications(scene), result.stderr]
+    assert len(posted(scene)) == 1 and "debug: x kdev-proxy" in posted(scene)[0]
+    assert find_leak([*said, result.stdout], [key, scene.token]) is None
+    assert "api proxy POST /v1/messages -> 200" in result.stderr
+    assert "api proxy refused CONNECT evil.example:443: HTTP 403" in result.stderr
+    assert scene.wait_until_gone() == []
+    return harvest, result.stderr
+
+
+def test_behind_the_proxy_in_bwrap_the_hostile_reviewer_finds_no_key(
+    scene: Scene, exfil: Exfil, upstream: FakeUpstream
+) -> None:
+    key = write_proxy_config(scene, exfil, upstream)
+    harvest, _ = proxied_review(scene, upstream, key)
+    attacks = harvest["attacks"]
+    assert harvest["env"]["HOME"] == "/home/reviewer"  # in bwrap
+    assert attacks["direct_upstream"].startswith("<")  # no network in the sandbox
+    assert harvest["exfil"].startswith("<") and exfil.bodies == []
+    assert attacks["socket_dir"]["/run/kdev"] == ["api.sock"]  # the socket, not its directory
+    assert len(attacks["mem"]) >= 2  # bwrap's init, the bridge and itself; nothing of kdev's
+
+
+@needs_root_fallback
+def test_behind_the_proxy_in_the_root_fallback_the_hostile_reviewer_finds_no_key(
+    scene: Scene, exfil: Exfil, upstream: FakeUpstream
+) -> None:
+    key = write_proxy_config(scene, exfil, upstream, fallback=True)
+    harvest, stderr = proxied_review(scene, upstream, key)
+    assert stderr.count("bubblewrap cannot run here") == 1
+    assert harvest["env"]["HOME"] != scene.env["HOME"]
+    # The documented weaker mode: the host's network (it reaches the upstream, keyless)...
+    assert harvest["attacks"]["direct_upstream"] == "connected"
+    assert harvest["exfil"] == "sent"
+    # ...but no key in what it sent anywhere, and no memory of kdev's to read.
+    assert find_leak([b.decode() for b in exfil.bodies], [key, scene.token]) is None
+    kdev_mem = [v for v in harvest["attacks"]["mem"].values() if v == "<PermissionError>"]
+    assert kdev_mem

@@ -1,7 +1,7 @@
 """kdev's light reader of the GitHub settings agrees with ``Settings.from_env`` (issue 19).
 
 wrapper.config_env.github_settings keeps pydantic-settings off ``kdev review-pr``'s fast
-path. It must give the four fields the GitHub client reads exactly as ``Settings`` gives
+path. It must give the fields the GitHub client reads exactly as ``Settings`` gives
 them, and every error exactly as ``Settings`` raises it: hypothesis draws environments
 from every variable ``Settings`` reads (its field names too, lowercase look-alikes and
 unrelated names) with plain, odd and malformed values, and both readers are compared.
@@ -27,11 +27,14 @@ FIELDS = (
     "github_token",
     "github_timeout_seconds",
     "github_requests_per_minute",
+    "github_max_body_bytes",
+    "github_deadline_seconds",
+    "github_max_redirects",
 )
 
 
 def outcome(read: object, environ: Mapping[str, str]) -> tuple[object, ...]:
-    """The four fields, or the error's message and reason code."""
+    """The GitHub fields, or the error's message and reason code."""
     try:
         value = read(environ)  # type: ignore[operator]
     except ConfigError as exc:
@@ -91,6 +94,9 @@ def test_a_pipeline_environment_is_read_without_pydantic_settings() -> None:
         ("LI_MAX_CONCURRENT_ACTIONS", "four"),
         ("LI_ENV_PASSTHROUGH", "GOOD,not-a-name"),
         ("LI_RUNS_KEEP_DAYS", "0"),
+        ("LI_GITHUB_MAX_BODY_BYTES", "1023"),
+        ("LI_GITHUB_DEADLINE", "0.5"),
+        ("LI_GITHUB_MAX_REDIRECTS", "21"),
         ("heartbeat_interval_seconds", "soon"),
     ],
 )
@@ -139,6 +145,8 @@ def test_both_readers_agree(environ: dict[str, str]) -> None:
         {"LI_GITHUB_TIMEOUT": "0.0", "GITHUB_API_URL": "https://ghe.example/api/v3//"},
         {"LI_GITHUB_TIMEOUT": "2.5", "LI_GITHUB_RATE": "1"},
         {"GITHUB_API_URL": ""},
+        {"LI_GITHUB_MAX_BODY_BYTES": "1024", "LI_GITHUB_DEADLINE": "2.5"},
+        {"LI_GITHUB_MAX_REDIRECTS": "0"},
     ],
 )
 def test_precedence_and_defaults_are_those_of_settings(environ: dict[str, str]) -> None:
@@ -155,5 +163,5 @@ PLAIN = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(sorted(VARIABLES)), PLAIN, max_size=8))
 def test_both_readers_agree_on_plain_environments(environ: dict[str, str]) -> None:
-    """Mostly the fast answer: the four values themselves must be Settings' values."""
+    """Mostly the fast answer: the GitHub values themselves must be Settings' values."""
     assert outcome(github_settings, environ) == outcome(Settings.from_env, environ)

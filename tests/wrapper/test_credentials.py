@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
+from engine.config import Settings
 from wrapper.config import WebhookTarget
+from wrapper.config_env import github_settings
 from wrapper.credentials import take_github_token
 from wrapper.errors import ConfigError
 from wrapper.leakscan import webhook_secrets
@@ -57,6 +59,20 @@ def test_an_unreadable_or_empty_token_file_is_a_one_line_error(
     with pytest.raises(ConfigError) as caught:
         take_github_token({"GITHUB_TOKEN_FILE": str(file)})
     assert caught.value.reason == "token_file_unreadable" and "\n" not in caught.value.message
+
+
+def test_the_github_client_reads_a_token_file_as_settings_does(tmp_path: Path) -> None:
+    """kdev's light settings reader defers to Settings when the token is in a file."""
+    file = tmp_path / "token"
+    file.write_text(f"{TOKEN}\n")
+    credentials = tmp_path / "creds"
+    credentials.mkdir()
+    (credentials / "github_token").write_text(TOKEN)
+    for environ in ({"GITHUB_TOKEN_FILE": str(file)}, {"CREDENTIALS_DIRECTORY": str(credentials)}):
+        assert github_settings(environ).github_token == TOKEN
+        assert Settings.from_env(environ).github_token == TOKEN
+    with pytest.raises(ConfigError):  # kdev's own error class, li's reason code
+        take_github_token({"GITHUB_TOKEN_FILE": str(tmp_path / "missing")})
 
 
 def test_kdev_is_non_dumpable_and_its_children_never_inherit_the_token() -> None:

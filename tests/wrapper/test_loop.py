@@ -16,7 +16,7 @@ from ghsim import GitHubSim
 from wrapper.authorloop.decisions import Decision, decide, parse_manual, rule_decision
 from wrapper.authorloop.feedback import Feedback
 from wrapper.authorloop.loopstatus import CEILING, contradictions, dispositions, loop_status
-from wrapper.authorloop.pr_status import Round
+from wrapper.authorloop.rounds import Round
 from wrapper.authorloop.triage import Basis, Priority, Source
 from wrapper.errors import ConfigError
 

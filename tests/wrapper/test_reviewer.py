@@ -133,7 +133,7 @@ def test_listed_variables_cannot_undo_the_git_safety_settings() -> None:
         ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_TERMINAL_PROMPT"], environ
     )
     assert "GIT_CONFIG_PARAMETERS" not in env
-    assert env["GIT_CONFIG_COUNT"] == "2" and env["GIT_TERMINAL_PROMPT"] == "0"
+    assert env["GIT_CONFIG_COUNT"] == "4" and env["GIT_TERMINAL_PROMPT"] == "0"
     assert env["GIT_CONFIG_KEY_0"] == "core.hooksPath"
     assert env["GIT_CONFIG_VALUE_0"] == "/dev/null"
     assert env["GIT_CONFIG_KEY_1"] == "submodule.recurse"

@@ -11,13 +11,17 @@ import socket
 import sys
 import tempfile
 import textwrap
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from wrapper.config import CommandReviewer
-from wrapper.errors import ConfigError, ReviewerSpawnError
+from tests.llmkit import FakeUpstream, fake_upstream
+from wrapper.config import ApiProxy, CommandReviewer
+from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, ReviewerTimedOut
+from wrapper.leakscan import find_leak
 from wrapper.review.reviewer import run_reviewer_text
 from wrapper.review.sandbox import SANDBOX_HOME, SANDBOX_UID, Sandbox, probe_bwrap, resolve_sandbox
 
@@ -177,7 +181,7 @@ def test_the_fallback_as_root_promises_uid_no_new_privs_env_and_home(
     assert found["write_scratch"] == "ok"
 
 
-def test_required_without_bwrap_refuses_and_preferred_warns_once(
+def test_required_without_bwrap_refuses_and_preferred_as_root_warns_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     missing = "/nonexistent/bwrap"
@@ -187,13 +191,28 @@ def test_required_without_bwrap_refuses_and_preferred_warns_once(
     assert caught.value.reason == "sandbox_unavailable"
     assert "\n" not in caught.value.message
     with caplog.at_level(logging.WARNING, logger="kdev.sandbox"):
-        first = resolve_sandbox("preferred", missing, ["/opt/x"])
-        second = resolve_sandbox("preferred", missing, ["/opt/x"])
+        first = resolve_sandbox("preferred", missing, ["/opt/x"], euid=0)
+        second = resolve_sandbox("preferred", missing, ["/opt/x"], euid=0)
     assert first is second and first.kind == "fallback"
-    assert first.uid == (SANDBOX_UID if os.geteuid() == 0 else None)
+    assert first.uid == SANDBOX_UID  # the fallback is always a separate uid (D65)
     assert len([r for r in caplog.records if "bubblewrap cannot run" in r.message]) == 1
     assert resolve_sandbox("off").kind == "off"
     assert resolve_sandbox("required").kind == "bwrap"
+
+
+def test_preferred_without_bwrap_and_without_root_refuses_instead_of_a_same_uid_fallback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A same-uid reviewer could read what kdev's user can read (D65): no silent fallback.
+    with caplog.at_level(logging.WARNING, logger="kdev.sandbox"):
+        with pytest.raises(ConfigError) as caught:
+            resolve_sandbox("preferred", "/nonexistent/bwrap", euid=1000)
+    assert caught.value.reason == "sandbox_unavailable"
+    message = caught.value.message
+    assert "\n" not in message and "/nonexistent/bwrap not found" in message
+    assert "install bubblewrap, or set sandbox: off" in message
+    assert caplog.records == []
+    assert resolve_sandbox("off", "/nonexistent/bwrap", euid=1000).kind == "off"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="bwrap without a user namespace needs root")
@@ -230,3 +249,159 @@ def test_a_link_into_an_unbound_directory_is_refused_too(tmp_path: Path) -> None
     with pytest.raises(ReviewerSpawnError) as caught:
         run_reviewer_text(reviewer, "p", tmp_path / "tree", ENVIRON, sandbox=sandbox)
     assert "sandbox_paths" in caught.value.message
+
+
+# --- the API proxy under bwrap (reviewer.api_proxy, D65) ----------------------------------
+
+PROXY_KEY = "sk-ant-sandbox-key-" + "0a9b8c7d6e5f4321"
+PROXY_ENVIRON = {**ENVIRON, "ANTHROPIC_API_KEY": PROXY_KEY}
+
+# Calls the API through the base URL it was given, then reports what it can see.
+PROXY_PROBE = r"""
+import json, os, socket, sys, urllib.request
+def read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(100_000).decode("utf-8", "replace")
+    except OSError as exc:
+        return type(exc).__name__
+found = {"env": dict(os.environ), "cmdline": read("/proc/self/cmdline"), "proc": {}, "files": {}}
+request = urllib.request.Request(
+    os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages",
+    data=b'{"model": "m"}',
+    headers={"x-api-key": os.environ.get("ANTHROPIC_API_KEY", "")},
+)
+found["answer"] = json.load(urllib.request.urlopen(request, timeout=10))["content"][0]["text"]
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    found["proc"][pid] = {n: read(f"/proc/{pid}/{n}") for n in ("environ", "cmdline", "maps")}
+for root in (os.environ["HOME"], "/tmp", os.environ["KDEV_SCRATCH"], "/run"):
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            found["files"][os.path.join(dirpath, name)] = read(os.path.join(dirpath, name))
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2).close()
+    found["direct"] = "ok"
+except OSError as exc:
+    found["direct"] = type(exc).__name__
+print(json.dumps(found))
+print(found["answer"])
+"""
+
+
+@pytest.fixture
+def upstream() -> Any:
+    with fake_upstream() as state:
+        yield state
+
+
+def proxied(upstream: FakeUpstream, argv: list[str], **kw: Any) -> CommandReviewer:
+    proxy = ApiProxy(
+        upstream=upstream.url,
+        key_env="ANTHROPIC_API_KEY",
+        base_url_env=["ANTHROPIC_BASE_URL"],
+        placeholder_env={"ANTHROPIC_API_KEY": "kdev-proxy"},
+    )
+    return CommandReviewer(argv=argv, api_proxy=proxy, **kw)
+
+
+def test_bwrap_with_a_proxy_the_upstream_gets_the_key_and_the_reviewer_none(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    sandbox = bwrap_sandbox(*PYTHON_PATHS)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    argv = [sys.executable, "-c", PROXY_PROBE, str(upstream.port)]
+    # Listed in reviewer_env too (extra_env_names): the key is withheld all the same.
+    output = run_reviewer_text(
+        proxied(upstream, argv, env_passthrough=["ALLOWED"]),
+        "prompt",
+        tree,
+        PROXY_ENVIRON,
+        extra_env_names=["ANTHROPIC_API_KEY"],
+        sandbox=sandbox,
+    )
+    found = json.loads(output.splitlines()[0])
+    assert output.rstrip().endswith("VERDICT: APPROVE")
+    [seen] = upstream.seen
+    assert seen.headers["x-api-key"] == PROXY_KEY and seen.body == b'{"model": "m"}'
+    assert found["env"]["ANTHROPIC_API_KEY"] == "kdev-proxy"
+    assert found["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:38411"
+    assert found["direct"] != "ok"  # no network: the host's loopback is not there
+    assert "/run/kdev/api.sock" in found["files"]  # the socket, and nothing of its directory
+    assert len(found["proc"]) >= 2  # it did read the bridge's and its own /proc
+    assert find_leak(output, [PROXY_KEY, ENVIRON["GITHUB_TOKEN"]]) is None
+
+
+def test_without_the_proxy_the_key_is_the_reviewers(tmp_path: Path, upstream: FakeUpstream) -> None:
+    # The control of the test above: the same probe, the key passed through, no proxy.
+    sandbox = bwrap_sandbox(*PYTHON_PATHS)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    probe = PROXY_PROBE.replace('os.environ["ANTHROPIC_BASE_URL"]', repr(upstream.url))
+    reviewer = CommandReviewer(
+        argv=[sys.executable, "-c", probe, str(upstream.port)],
+        env_passthrough=["ANTHROPIC_API_KEY"],
+    )
+    output = run_reviewer_text(reviewer, "p", tree, PROXY_ENVIRON, sandbox=sandbox)
+    assert find_leak(output, [PROXY_KEY]) == "raw"
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import sys; sys.exit(7)", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"],
+)
+def test_the_bridge_keeps_the_reviewers_exit_code_and_signal(
+    tmp_path: Path, upstream: FakeUpstream, code: str
+) -> None:
+    sandbox = bwrap_sandbox(*PYTHON_PATHS)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    messages = []
+    for reviewer in (
+        CommandReviewer(argv=[sys.executable, "-c", code]),
+        proxied(upstream, [sys.executable, "-c", code]),
+    ):
+        with pytest.raises(ReviewerFailed) as caught:
+            run_reviewer_text(reviewer, "p", tree, PROXY_ENVIRON, sandbox=sandbox)
+        messages.append(caught.value.message)
+    assert messages[0] == messages[1]
+
+
+def test_a_timeout_kills_the_reviewer_and_its_daemon_under_the_bridge(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    marker = f"{os.getpid()}.{uuid.uuid4().int % 10**6}"
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    os.execv('/bin/sleep', ['sleep', '{marker}'])\n"
+        "time.sleep(60)\n"
+    )
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    reviewer = proxied(upstream, [sys.executable, "-c", code], timeout_seconds=2)
+    with pytest.raises(ReviewerTimedOut):
+        run_reviewer_text(
+            reviewer,
+            "p",
+            tree,
+            PROXY_ENVIRON,
+            sandbox=bwrap_sandbox(*PYTHON_PATHS),
+            kill_grace_seconds=1,
+        )
+    deadline = time.monotonic() + 10
+    while running_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert running_with(marker) == []
+
+
+def running_with(marker: str) -> list[int]:
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found

@@ -30,7 +30,7 @@ from typing import Any
 
 from engine.jsonable import as_json
 from wrapper.authorloop.decisions import Decision
-from wrapper.authorloop.pr_status import Round
+from wrapper.authorloop.rounds import Round
 
 CEILING = 7
 NEAR_LINES = 3

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.github import GitHubClient, GitHubError
-from engine.jsonable import as_json
 from wrapper.authorloop.feedback import FeedbackReport, collect_feedback
 from wrapper.authorloop.protection import ProtectionStatus, read_protection
+from wrapper.authorloop.rounds import Round
 from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
@@ -29,19 +29,6 @@ from wrapper.review.findings import without_withdrawn
 from wrapper.review.findings_post import FindingsRound, round_record
 
 _SEVERE = re.compile(r"\bP[12]\b")
-
-
-@dataclass(frozen=True)
-class Round:
-    head_sha: str
-    patch_id: str
-    verdict: str
-    reviewed_at: str
-    severe_findings: bool
-    carried_heads: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 @dataclass(frozen=True)

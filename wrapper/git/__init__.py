@@ -1,7 +1,8 @@
 """The only package that runs git: :class:`Git`, bound to one repository directory.
 
 The process, its flags and environment: :mod:`wrapper.git.process`; reads, exports and
-worktrees: :mod:`wrapper.git.repo`; merge and push: :mod:`wrapper.git.publish`.
+worktrees: :mod:`wrapper.git.repo`; the review tree written from git's objects:
+:mod:`wrapper.git.export`; merge and push: :mod:`wrapper.git.publish`.
 
 Why it is built this way: docs/decisions.md D15.
 
@@ -12,11 +13,13 @@ core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat -c core.edito
 -c sequence.editor=true -c submodule.recurse=false -c protocol.file.allow=always -c
 advice.detachedHead=false``): a program named in the repository's own config never runs
 in kdev. The environment has ``GIT_TERMINAL_PROMPT=0`` (git never waits for a
-password), ``GIT_CONFIG_NOSYSTEM=1`` (no system-wide config), ``GIT_PAGER``/``PAGER``
+password), ``GIT_CONFIG_NOSYSTEM=1`` and ``GIT_ATTR_NOSYSTEM=1`` (no system-wide config
+or attributes), ``GIT_PAGER``/``PAGER``
 ``cat``, ``GIT_EDITOR``/``EDITOR``/``VISUAL`` ``true`` and ``LC_ALL=C`` (stable
 messages), without the variables that would point git at another repository
 (``GIT_DIR``, ``GIT_WORK_TREE`` ...) or inject config past these flags
-(``GIT_CONFIG``, ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_COUNT``). Each call runs in its
+(``GIT_CONFIG``, ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_COUNT``) or read attributes
+from elsewhere (``GIT_ATTR_SOURCE``). Each call runs in its
 own process group, which is killed when the call passes ``timeout``.
 
 No token ever goes into an argv: git authenticates through its own credential setup,
@@ -25,7 +28,8 @@ and a remote given as a URL with credentials is refused. Failures never escape a
 one-line message (git's last stderr line, credentials redacted):
 
 - ``FetchError`` ``fetch_failed``: :meth:`Git.fetch` failed or timed out
-- ``WorktreeError`` ``worktree_failed``: :meth:`Git.worktree_add` failed, or
+- ``WorktreeError`` ``worktree_failed``: :meth:`Git.export_tree` or
+  :meth:`Git.worktree_add` failed, or
   :meth:`Git.worktree_remove` could not make the directory go away
 - ``ConfigError`` ``invalid_ref``: a ref or remote name that git would read as an option
 - ``ConfigError`` ``credentials_in_argv``: a remote given as a URL with credentials

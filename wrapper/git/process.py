@@ -9,9 +9,12 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from wrapper.errors import ConfigError, KdevError
 
@@ -36,6 +39,8 @@ GIT_CONFIG_ARGS = (
 FORCED_ENVIRONMENT = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_CONFIG_NOSYSTEM": "1",
+    # No system-wide attributes (/etc/gitattributes) either.
+    "GIT_ATTR_NOSYSTEM": "1",
     "LC_ALL": "C",
     "GIT_PAGER": "cat",
     "PAGER": "cat",
@@ -60,6 +65,8 @@ DROPPED_ENVIRONMENT = frozenset(
         "GIT_CONFIG_PARAMETERS",
         "GIT_CONFIG_COUNT",
         "GIT_EXTERNAL_DIFF",
+        # Would read attributes from a tree of someone's choosing (git 2.43+).
+        "GIT_ATTR_SOURCE",
     }
 )
 DEFAULT_TIMEOUT = 300.0
@@ -162,6 +169,76 @@ class GitProcess:
         if result.returncode not in ok_codes:
             raise error(f"{label} failed: {last_line(stderr)}", reason)
         return result
+
+    @contextmanager
+    def _stream(
+        self,
+        args: Sequence[str],
+        *,
+        error: type[KdevError] = KdevError,
+        reason: str = "git_failed",
+        what: str | None = None,
+    ) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+        """Runs ``git <config> args`` as :meth:`_run` does, but yields its ``(stdin,
+        stdout)`` pipes for a conversation (``cat-file --batch``) instead of holding the
+        output in memory. Its stderr goes to an anonymous file (a full pipe never stalls
+        it); the whole conversation is bounded by ``timeout``, after which the process
+        group is killed. A failure inside the block kills git and propagates (as the
+        timeout error when the timeout was the cause); leaving the block closes stdin and
+        waits: an exit code other than 0 raises ``error``."""
+        argv = ["git", *GIT_CONFIG_ARGS, *args]
+        label = what or f"git {args[0]}"
+        with tempfile.TemporaryFile() as stderr:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=self.repo_dir,
+                    env=self._env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise error(f"{label}: cannot start git: {exc.strerror}", reason) from None
+            expired = threading.Event()
+
+            def expire() -> None:  # the reads then see EOF; the waiting is ours
+                expired.set()
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+            timer = threading.Timer(self.timeout, expire)
+            timer.daemon = True
+            timer.start()
+            timed_out = error(f"{label}: timed out after {self.timeout:g}s", reason)
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                try:
+                    yield proc.stdin, proc.stdout
+                except BaseException:
+                    self._kill_group(proc)
+                    if expired.is_set():
+                        raise timed_out from None
+                    raise
+                try:
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+                while proc.stdout.read(65536):
+                    pass  # what git still says after its last answer is not wanted
+                code = proc.wait()
+            finally:
+                timer.cancel()
+                for pipe in (proc.stdin, proc.stdout):
+                    pipe.close()
+            if expired.is_set():
+                raise timed_out
+            if code != 0:
+                stderr.seek(0)
+                raise error(f"{label} failed: {last_line(stderr.read())}", reason)
 
     @staticmethod
     def _kill_group(proc: subprocess.Popen[bytes]) -> None:

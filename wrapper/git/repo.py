@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import shutil
-import tarfile
 from pathlib import Path
 
 from wrapper.errors import ConfigError, FetchError, WorktreeError
-from wrapper.git.process import check_option_safe, last_line, redact_credentials
+from wrapper.git.export import EXPORT_CONFIG_ARGS, BlobReader, ExportReport, write_tree
+from wrapper.git.process import FULL_SHA_RE, check_option_safe, last_line, redact_credentials
 from wrapper.git.publish import GitPublish
-
-
-def _inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
-    """tarfile's ``data`` filter (no absolute or escaping paths or links, no devices,
-    sane modes), skipping a refused member instead of failing the whole export."""
-    try:
-        return tarfile.data_filter(member, dest)
-    except tarfile.FilterError:
-        return None
 
 
 class Git(GitPublish):
@@ -131,28 +121,37 @@ class Git(GitPublish):
             found[path] = blob.decode("utf-8", "replace")
         return found
 
-    def export_tree(self, ref: str, dest: Path) -> None:
-        """Writes the tree of ``ref`` to the new directory ``dest`` as plain files
-        (``git archive``): no ``.git``, nothing linking back to this repository.
+    def export_tree(self, ref: str, dest: Path) -> ExportReport:
+        """Writes the tree of ``ref`` to the new directory ``dest`` from git's objects
+        (``ls-tree`` and one ``cat-file --batch``, :mod:`wrapper.git.export`): the blobs
+        byte for byte, no attribute applied, no ``.git``, nothing linking back to this
+        repository, no link leading out of ``dest``; unsafe entries are skipped.
 
-        Members that would land outside ``dest`` (absolute or ``..`` paths, links
-        pointing out) are skipped. Raises ``WorktreeError(..., "worktree_failed")``.
+        Raises ``WorktreeError(..., "worktree_failed")``.
         """
         check_option_safe(ref, "ref")
-        archive = self._run(
-            ["archive", "--format=tar", "--end-of-options", f"{ref}^{{tree}}"],
+        found = self._run(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{tree}}"],
             error=WorktreeError,
             reason="worktree_failed",
-            what="git archive",
+            what=f"git rev-parse {ref}",
+        )
+        tree = found.stdout.decode("ascii", "replace").strip()
+        if not FULL_SHA_RE.fullmatch(tree):
+            raise WorktreeError(f"git rev-parse {ref}: not a tree", "worktree_failed")
+        listing = self._run(
+            [*EXPORT_CONFIG_ARGS, "ls-tree", "-r", "-z", "--full-tree", tree],
+            error=WorktreeError,
+            reason="worktree_failed",
+            what="git ls-tree",
         ).stdout
-        target = Path(dest).absolute()
-        try:
-            target.mkdir(mode=0o755)
-            target.chmod(0o755)
-            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-                tar.extractall(target, filter=_inside_only)
-        except (OSError, tarfile.TarError) as exc:
-            raise WorktreeError(f"git archive: cannot extract: {exc}", "worktree_failed") from None
+        with self._stream(
+            [*EXPORT_CONFIG_ARGS, "cat-file", "--batch"],
+            error=WorktreeError,
+            reason="worktree_failed",
+            what="git cat-file",
+        ) as (requests, answers):
+            return write_tree(listing, BlobReader(requests, answers), dest)
 
     def worktree_add(self, path: Path, ref: str) -> None:
         """Checks ``ref`` out, detached, at ``path``, sharing this repository's objects.

@@ -29,7 +29,7 @@ from wrapper.post import post_comment
 from wrapper.review.context import targets_for
 
 if TYPE_CHECKING:
-    from wrapper.review.review import ReviewContext, ReviewRequest
+    from wrapper.review.context import ReviewContext, ReviewRequest
 
 log = logging.getLogger("kdev.review")
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from wrapper.errors import ConfigError, LedgerError
 from wrapper.ledger import prindex
@@ -32,8 +32,21 @@ from wrapper.ledger.records import (
     parse_timestamp,
 )
 
-if TYPE_CHECKING:
-    from wrapper.ledger.ledger import Ledger
+
+class LedgerView(Protocol):
+    """What the listing reads of a :class:`~wrapper.ledger.ledger.Ledger` (a protocol, so
+    the listing does not import the ledger that offers it as ``Ledger.page_ledger``)."""
+
+    def read_index(self, repo: str, pr: int) -> dict[str, IndexEntry]: ...
+
+    def pr_summaries(
+        self, repo: str, *, with_index: bool = True
+    ) -> dict[int, prindex.PrSummary]: ...
+
+    def iter_repos(self, repo: str | None) -> Iterator[tuple[str, Path]]: ...
+
+    def markers_of(self, pr_path: Path) -> list[DeferredMarker]: ...
+
 
 Key = tuple[str, int, datetime, str]
 _EPOCH = datetime.min.replace(tzinfo=UTC)
@@ -127,7 +140,7 @@ class Query:
         return self.after is None or row_key(row) > self.after
 
 
-def _index_or_empty(ledger: Ledger, repo: str, pr: int) -> dict[str, IndexEntry]:
+def _index_or_empty(ledger: LedgerView, repo: str, pr: int) -> dict[str, IndexEntry]:
     try:
         return ledger.read_index(repo, pr)
     except LedgerError as exc:
@@ -136,7 +149,7 @@ def _index_or_empty(ledger: Ledger, repo: str, pr: int) -> dict[str, IndexEntry]
 
 
 def _candidates(
-    ledger: Ledger, repo: str, repo_path: Path, query: Query
+    ledger: LedgerView, repo: str, repo_path: Path, query: Query
 ) -> Iterable[tuple[int, Iterable[DeferredMarker] | None]]:
     """The PRs of ``repo`` that may hold rows the query keeps, by number, each with its
     markers when the PR index already has them (None: read the directory)."""
@@ -164,7 +177,7 @@ def _candidates(
         yield pr, summary.markers
 
 
-def page_ledger(ledger: Ledger, query: Query) -> LedgerPage:
+def page_ledger(ledger: LedgerView, query: Query) -> LedgerPage:
     """The rows ``query`` selects, at most ``query.limit`` of them, in listing order."""
     if query.pr is not None:
         check_pr(query.pr)

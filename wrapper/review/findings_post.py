@@ -26,7 +26,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -35,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidInput
-from engine.github import GitHubClient, GitHubError
+from engine.github import GitHubError
 from engine.timefmt import iso_utc
-from wrapper.config import KdevConfig
 from wrapper.errors import KdevError
 from wrapper.gh import post_issue_comment, post_line_comment
 from wrapper.ledger.ledger import Ledger
 from wrapper.post import post_gated
 from wrapper.review.findings import Finding, finding_body, signature
+from wrapper.review.findings_target import PostTarget
 from wrapper.review.findings_withdraw import (
     WITHDRAW_INCOMPLETE,
     Step,
@@ -90,19 +90,6 @@ class FindingsRound:
             "withdrawn": self.withdrawn,
             "acceptance": self.acceptance,
         }
-
-
-@dataclass(frozen=True)
-class PostTarget:
-    """Where findings go: the client, ledger, config and environment of the round."""
-
-    github: GitHubClient
-    ledger: Ledger
-    config: KdevConfig
-    environ: Mapping[str, str]
-    repo: str
-    pr: int
-    head_sha: str
 
 
 def _post_one(target: PostTarget, finding: Finding) -> dict[str, Any]:

@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.github import GitHubError
 from wrapper.authorloop.threads import resolve
 from wrapper.errors import KdevError
 from wrapper.post import post_gated
 from wrapper.review.findings import signature
-
-if TYPE_CHECKING:
-    from wrapper.review.findings_post import PostTarget
+from wrapper.review.findings_target import PostTarget
 
 log = logging.getLogger("kdev.findings")
 
@@ -49,7 +47,7 @@ mutation($subjectId: ID!) {
 }
 """.strip()
 
-Step = Callable[[str, "PostTarget", dict[str, Any]], None]
+Step = Callable[[str, PostTarget, dict[str, Any]], None]
 
 
 def steps_for(entry: dict[str, Any]) -> tuple[str, ...]:

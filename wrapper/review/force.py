@@ -20,7 +20,7 @@ from wrapper.errors import ConfigError
 from wrapper.ledger.ledger import check_sha
 
 if TYPE_CHECKING:
-    from wrapper.review.review import ReviewRequest
+    from wrapper.review.context import ReviewRequest
 
 
 def check_force_ready(config: KdevConfig) -> None:

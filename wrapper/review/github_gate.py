@@ -8,7 +8,8 @@ Metadata that cannot be read fails the run (:class:`~wrapper.errors.GitHubFailed
   that cannot see a private repository): the token is wrong, revoked or lacks access;
 - ``github_unavailable``: 5xx, a timeout or another network failure, a rate limit, or
   any other unexpected status;
-- ``github_malformed``: an answer kdev cannot parse.
+- ``github_malformed``: an answer kdev cannot parse, or one past the client's bounds
+  (``body_too_large``, ``redirect_refused``; a ``request_deadline`` is unavailable).
 
 ``skipped_fork`` is left to metadata that was read and positively names another head
 repository, or a null head repository (a deleted fork).
@@ -16,7 +17,7 @@ repository, or a null head repository (a deleted fork).
 
 from __future__ import annotations
 
-from engine.github import GitHubClient, GitHubError, PullRequest
+from engine.github import GitHubClient, GitHubError, GitHubMalformedPayload, PullRequest
 from wrapper.errors import GitHubFailed
 from wrapper.gh import get_pull
 
@@ -27,7 +28,7 @@ GITHUB_MALFORMED = "github_malformed"
 
 def github_failure_reason(exc: GitHubError) -> str:
     """The wrapper reason code for a failed metadata read."""
-    if exc.reason == "malformed_payload":
+    if isinstance(exc, GitHubMalformedPayload):  # body_too_large, redirect_refused too
         return GITHUB_MALFORMED
     if exc.reason in ("auth_error", "not_found") or exc.status in (401, 403, 404):
         if exc.reason not in ("rate_limited", "secondary_rate_limited"):

@@ -171,10 +171,10 @@ def _post_findings(
     ``findings_withdraw_incomplete`` (the verdict stands, delivered)."""
     from wrapper.review.findings_post import (
         FINDINGS_INCOMPLETE,
-        PostTarget,
         check_withdrawn,
         post_findings,
     )
+    from wrapper.review.findings_target import PostTarget
 
     target = PostTarget(
         ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr, req.head_sha

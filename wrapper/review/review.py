@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import logging
 
-from wrapper.errors import Outcome
+from wrapper.errors import KdevError, Outcome
 from wrapper.git import Git
 from wrapper.ledger.delivery import deliver
 from wrapper.ledger.ledger import IndexEntry, VerdictRecord
 from wrapper.ledger.leftovers import leftover_age, prune_leftovers
+from wrapper.notify import failure_notification
 from wrapper.review.admission import admit
 from wrapper.review.budgetgate import defer, defer_for_cap, over_budget
-from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
+from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
 from wrapper.review.force import check_force_ready, resolve_head
 from wrapper.review.steps import moved_on, patch_of_head
 
@@ -82,7 +83,8 @@ def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictR
     only when the PR has a findings record (the carry-forward path stays light, D35)."""
     if not any(ctx.ledger.pr_dir(req.repo, req.pr).glob("findings-*.json")):
         return
-    from wrapper.review.findings_post import PostTarget, check_withdrawn, withdraw_pending
+    from wrapper.review.findings_post import check_withdrawn, withdraw_pending
+    from wrapper.review.findings_target import PostTarget
 
     target = PostTarget(
         ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr, record.head_sha
@@ -92,7 +94,36 @@ def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictR
 
 
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
-    """Run the workflow (docs/decisions.md D5) for one fired event (see the module doc)."""
+    """Run the workflow (docs/decisions.md D5) for one fired event (see the module doc).
+
+    A failure that is no :class:`~wrapper.errors.KdevError` (a bug: the command ends
+    ``internal_error``) sends the FAILURE notice too, then propagates (D67)."""
+    try:
+        return _workflow(req, ctx)
+    except KdevError:
+        raise  # a failure kdev names: the step that raised it decides its notice
+    except Exception as exc:
+        notify_internal_error(ctx, req, exc)
+        raise
+
+
+def notify_internal_error(ctx: ReviewContext, req: ReviewRequest, exc: Exception) -> None:
+    """The FAILURE notice of a run that ends ``internal_error``: one line naming the
+    exception's class only (its text may hold anything: a secret, a path, attacker
+    bytes; the full line is on the command's stderr). Never raises."""
+    pr_url = req.pr_url or f"https://github.com/{req.repo}/pull/{req.pr}"
+    message = f"internal error ({type(exc).__name__}); the run's output has the details"
+    try:
+        notify(
+            ctx,
+            req,
+            failure_notification(req.repo, req.pr, "internal_error", message, pr_url, req.head_sha),
+        )
+    except Exception as problem:  # the original error is what the caller must see
+        log.warning("the internal_error notice failed: %s", type(problem).__name__)
+
+
+def _workflow(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     # 0-1. Self-loop closure and fork backstop (--force checks its reviewer first).
     if req.force:
         check_force_ready(ctx.config)

@@ -31,7 +31,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, ReviewerTimedOut
 from wrapper.retrying import HttpRetryPolicy, RetryableStatus, call_with_retries, retryable_status
 from wrapper.review.findings import Finding
-from wrapper.review.sandbox import Sandbox
+from wrapper.review.sandbox import ProxyEndpoint, Sandbox
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
 VERDICT_LINE = re.compile(r"^\s*VERDICT:\s*(APPROVE|REQUEST_CHANGES)\s*$", re.MULTILINE)
@@ -53,14 +54,19 @@ STDERR_TAIL_BYTES = 4096
 KILL_GRACE_SECONDS = 5.0
 HTTP_RESPONSE_LIMIT_BYTES = 8 * 1024 * 1024
 BASE_ENV_NAMES = ("PATH", "HOME", "LANG")
-# Git inside the reviewer's worktree: no hooks from the PR, no submodule fetches, and
-# never a credential prompt.
+# Git inside the reviewer's worktree: no hooks from the PR, no submodule fetches, no
+# repository found implicitly in a bare one the PR carries (its config could name an
+# fsmonitor), no fsmonitor at all, and never a credential prompt (D67).
 GIT_SAFETY_ENV = {
-    "GIT_CONFIG_COUNT": "2",
+    "GIT_CONFIG_COUNT": "4",
     "GIT_CONFIG_KEY_0": "core.hooksPath",
     "GIT_CONFIG_VALUE_0": "/dev/null",
     "GIT_CONFIG_KEY_1": "submodule.recurse",
     "GIT_CONFIG_VALUE_1": "false",
+    "GIT_CONFIG_KEY_2": "safe.bareRepository",
+    "GIT_CONFIG_VALUE_2": "explicit",
+    "GIT_CONFIG_KEY_3": "core.fsmonitor",
+    "GIT_CONFIG_VALUE_3": "false",
     "GIT_TERMINAL_PROMPT": "0",
 }
 
@@ -98,17 +104,21 @@ def _absolute_path_entries(path: str) -> str:
     return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
 
 
-def reviewer_environment(names: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:
+def reviewer_environment(
+    names: Iterable[str], environ: Mapping[str, str], *, withheld: Iterable[str] = ()
+) -> dict[str, str]:
     """The complete environment of a command reviewer, built from nothing.
 
     PATH (absolute entries only), HOME and LANG, then each name in ``names`` that is set
     in ``environ``, except ``GITHUB_TOKEN``, ``GH_TOKEN``, any ``GITHUB_*`` and any
-    ``GIT_CONFIG*`` name, which are dropped even when listed; then :data:`GIT_SAFETY_ENV`
-    (hooks off, no submodule recursion, no terminal prompt), which always wins.
+    ``GIT_CONFIG*`` name, and the ``withheld`` names (an API proxy's ``key_env``), which
+    are dropped even when listed; then :data:`GIT_SAFETY_ENV` (hooks off, no submodule
+    recursion, no terminal prompt), which always wins.
     """
     environment: dict[str, str] = {}
+    refused = set(withheld)
     for name in (*BASE_ENV_NAMES, *names):
-        if name in environ and not _refused_name(name):
+        if name in environ and not _refused_name(name) and name not in refused:
             environment[name] = environ[name]
     environment["PATH"] = _absolute_path_entries(environment.get("PATH", os.defpath))
     environment.update(GIT_SAFETY_ENV)
@@ -173,9 +183,17 @@ def run_reviewer_text(
     if isinstance(reviewer, OpenAIReviewer):
         return _run_openai(reviewer, prompt, environ, transport)
     names = [*reviewer.env_passthrough, *extra_env_names]
-    env = reviewer_environment(names, environ)
+    proxy = reviewer.api_proxy
+    env = reviewer_environment(names, environ, withheld=[proxy.key_env] if proxy else [])
     return _run_command(
-        reviewer, prompt, worktree, env, kill_grace_seconds, sandbox or Sandbox("off")
+        reviewer,
+        prompt,
+        worktree,
+        env,
+        kill_grace_seconds,
+        sandbox or Sandbox("off"),
+        environ,
+        transport,
     )
 
 
@@ -227,12 +245,18 @@ def _run_command(
     env: dict[str, str],
     grace_seconds: float,
     sandbox: Sandbox,
+    environ: Mapping[str, str],
+    transport: httpx.BaseTransport | None,
 ) -> str:
     executable = _check_command(reviewer, worktree, env)
     # The prompt lives in a private directory outside the worktree and is deleted on
     # every path; in stdin mode the child's stdin is a regular file holding it, so a
     # reviewer that never reads its stdin cannot block us.
-    with tempfile.TemporaryDirectory(prefix="kdev-prompt-") as prompt_dir:
+    with (
+        tempfile.TemporaryDirectory(prefix="kdev-prompt-") as prompt_dir,
+        _leg_proxy(reviewer, environ, Path(prompt_dir), sandbox, transport) as (added, endpoint),
+    ):
+        env = {**env, **added}
         prompt_path = Path(prompt_dir) / "prompt.md"
         prompt_path.write_text(prompt, encoding="utf-8")
         if reviewer.prompt_via == "file":
@@ -247,6 +271,7 @@ def _run_command(
             Path(prompt_dir),
             readonly=[prompt_path],
             network=reviewer.network,
+            proxy=endpoint,
         )
         spec = ChildSpec(
             argv=launch.argv,
@@ -268,6 +293,24 @@ def _run_command(
                 f"cannot start reviewer {executable}: {exc.detail}", "reviewer_spawn_failed"
             ) from None
     return _command_output(reviewer, result)
+
+
+@contextmanager
+def _leg_proxy(
+    reviewer: CommandReviewer,
+    environ: Mapping[str, str],
+    private: Path,
+    sandbox: Sandbox,
+    transport: httpx.BaseTransport | None,
+) -> Iterator[tuple[dict[str, str], ProxyEndpoint | None]]:
+    """The leg's API proxy (:mod:`wrapper.review.proxy`) while the block runs, if any."""
+    if reviewer.api_proxy is None:
+        yield {}, None
+        return
+    from wrapper.review.proxy import leg_proxy
+
+    with leg_proxy(reviewer.api_proxy, environ, private, sandbox, transport=transport) as got:
+        yield got
 
 
 def _command_output(reviewer: CommandReviewer, result: ChildResult) -> str:

@@ -13,9 +13,12 @@ The reviewer reads attacker-influenced text, so it is treated as hostile. A
   ``/tmp`` and a tmpfs ``HOME`` (:data:`SANDBOX_HOME`); the review tree read-only at its
   own path; one writable scratch directory (``KDEV_SCRATCH``); the prompt file
   read-only; ``sandbox_paths`` from the config read-only; ``--unshare-net`` when the
-  backend needs no network. Nothing else of the host exists inside: not the checkout,
+  backend needs no network or goes through kdev's API proxy (:mod:`wrapper.review.proxy`:
+  then its UNIX socket is bound in and :mod:`wrapper.review.bridge`, on the host's
+  Python bound read-only, serves it on loopback and runs the reviewer as its child).
+  Nothing else of the host exists inside: not the checkout,
   not its ``.git``, not the real ``HOME``, not kdev's ``/proc``.
-- ``fallback`` (bwrap cannot run here): the reviewer starts under the supervisor
+- ``fallback`` (bwrap cannot run here; kdev is root): the reviewer starts under the supervisor
   :mod:`wrapper.review.reaper` (a child subreaper that kills the reviewer's whole tree, daemons
   included, when the reviewer ends or kdev dies), as a separate uid and gid (65534) with
   no supplementary groups when kdev runs as root, with ``no_new_privs``, the
@@ -30,7 +33,9 @@ no API key ever shows in an argv (``ps``).
 
 :func:`resolve_sandbox` applies the ``sandbox: required|preferred|off`` policy once per
 process: ``required`` without a working bwrap raises ``ConfigError``
-``sandbox_unavailable``; ``preferred`` logs one warning with the reason and falls back.
+``sandbox_unavailable``; ``preferred`` logs one warning with the reason and falls back
+to the separate uid when kdev is root, and refuses like ``required`` otherwise (a
+same-uid reviewer could read what kdev's user reads; D65).
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ SandboxPolicy = Literal["required", "preferred", "off"]
 SANDBOX_UID = 65534  # nobody
 SANDBOX_HOME = "/home/reviewer"
 SCRATCH_ENV = "KDEV_SCRATCH"
+BRIDGE_SOCKET = "/run/kdev/api.sock"  # the proxy's socket, inside the sandbox
+BRIDGE_PORT = 38411  # the bridge's port on the sandbox's own loopback
 PROBE_TIMEOUT_SECONDS = 10.0
 # Read-only inside the bwrap sandbox when present (merged-/usr links become symlinks).
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
@@ -105,6 +112,34 @@ def namespace_flags(userns: bool) -> tuple[str, ...]:
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
+
+
+@dataclass(frozen=True)
+class ProxyEndpoint:
+    """The leg's API proxy as bwrap binds it: its UNIX socket and the port the bridge
+    serves it on inside."""
+
+    socket: Path
+    port: int = BRIDGE_PORT
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def bridge_command(port: int) -> tuple[list[str], list[str]]:
+    """The bridge's argv head (before the reviewer's) and the read-only binds of the
+    host Python it runs on (its base prefix and real executable, unless under /usr...)."""
+    from wrapper.review import bridge
+
+    python = os.path.realpath(sys.executable)
+    binds: list[str] = []
+    if not _under(sys.base_prefix, SYSTEM_DIRS):
+        binds += ["--ro-bind", sys.base_prefix, sys.base_prefix]
+    if not _under(python, (*SYSTEM_DIRS, sys.base_prefix)):
+        binds += ["--ro-bind", python, python]
+    source = Path(bridge.__file__).read_text(encoding="utf-8")
+    return [python, "-I", "-S", "-c", source, BRIDGE_SOCKET, str(port)], binds
 
 
 @dataclass(frozen=True)
@@ -175,13 +210,16 @@ class Sandbox:
         *,
         readonly: Iterable[Path] = (),
         network: bool = True,
+        proxy: ProxyEndpoint | None = None,
     ) -> Launch:
         """The launch of ``argv`` (``executable``: the absolute path of ``argv[0]``) with
         cwd ``tree``.
 
         ``private`` is a fresh directory of kdev's, deleted after the run; the scratch
         directory (and, in the fallback, HOME and TMPDIR) are made inside it.
-        ``readonly`` are further files the reviewer reads (the prompt file).
+        ``readonly`` are further files the reviewer reads (the prompt file). ``proxy``
+        (bwrap only; elsewhere the proxy listens on host loopback): no network, the
+        proxy's socket bound in and the reviewer run under the bridge.
         """
         scratch = private / "scratch"
         scratch.mkdir(mode=0o700)
@@ -189,7 +227,7 @@ class Sandbox:
         environment[SCRATCH_ENV] = str(scratch)
         if self.kind == "bwrap":
             return self._bwrap(
-                [executable, *argv[1:]], tree, environment, scratch, readonly, network
+                [executable, *argv[1:]], tree, environment, scratch, readonly, network, proxy
             )
         if self.kind == "fallback":
             return self._fallback(executable, argv, tree, environment, private, scratch, readonly)
@@ -203,6 +241,7 @@ class Sandbox:
         scratch: Path,
         readonly: Iterable[Path],
         network: bool,
+        proxy: ProxyEndpoint | None,
     ) -> Launch:
         assert self.bwrap is not None
         self._check_visible(argv[0])
@@ -210,7 +249,7 @@ class Sandbox:
         env["HOME"] = SANDBOX_HOME
         env["TMPDIR"] = "/tmp"
         args = [self.bwrap, *namespace_flags(self.userns)]
-        if not network:
+        if not network or proxy is not None:
             args.append("--unshare-net")
         args += _system_binds()
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -221,12 +260,15 @@ class Sandbox:
         for file in readonly:
             args += ["--ro-bind", str(file), str(file)]
         args += ["--bind", str(scratch), str(scratch)]
+        if proxy is not None:
+            bridge, binds = bridge_command(proxy.port)
+            args += [*binds, "--ro-bind", str(proxy.socket), BRIDGE_SOCKET]
+            argv = [*bridge, argv[0], *argv]
         args += ["--chdir", str(tree), "--", *argv]
         return Launch(self.bwrap, args, env, str(tree), die_with_parent)
 
     def _check_visible(self, executable: str) -> None:
-        roots = [*SYSTEM_DIRS, *self.extra_paths]
-        if not any(executable == r or executable.startswith(r.rstrip("/") + "/") for r in roots):
+        if not _under(executable, (*SYSTEM_DIRS, *self.extra_paths)):
             raise ReviewerSpawnError(
                 f"reviewer executable {executable} is not visible in the sandbox; "
                 "add its directory to sandbox_paths",
@@ -314,20 +356,27 @@ def _working_bwrap(bwrap: str, paths: tuple[str, ...]) -> Sandbox | str:
     return Sandbox("bwrap", bwrap=found, extra_paths=paths, userns=userns)
 
 
-_resolved: dict[tuple[str, str, tuple[str, ...]], Sandbox] = {}
+_resolved: dict[tuple[str, str, tuple[str, ...], int], Sandbox] = {}
 _resolved_lock = threading.Lock()
 
 
 def resolve_sandbox(
-    policy: SandboxPolicy, bwrap: str = "bwrap", extra_paths: Iterable[str] = ()
+    policy: SandboxPolicy,
+    bwrap: str = "bwrap",
+    extra_paths: Iterable[str] = (),
+    *,
+    euid: int | None = None,
 ) -> Sandbox:
     """The sandbox ``policy`` gives on this machine, probed once per process.
 
     ``required`` without a working bwrap: ``ConfigError`` ``sandbox_unavailable``;
-    ``preferred``: one WARNING naming the reason, then the fallback.
+    ``preferred``: as root, one WARNING naming the reason, then the separate-uid
+    fallback; as anyone else, the same refusal. ``euid`` is kdev's effective uid
+    (None: ``os.geteuid()``; tests pass another).
     """
     paths = tuple(str(Path(p).expanduser()) for p in extra_paths)
-    key = (policy, bwrap, paths)
+    uid = os.geteuid() if euid is None else euid
+    key = (policy, bwrap, paths, uid)
     with _resolved_lock:
         if key in _resolved:
             return _resolved[key]
@@ -338,23 +387,29 @@ def resolve_sandbox(
             if isinstance(working, Sandbox):
                 sandbox = working
             else:
-                sandbox = _fallback(policy, working)
+                sandbox = _fallback(policy, working, uid)
         _resolved[key] = sandbox
         return sandbox
 
 
-def _fallback(policy: SandboxPolicy, problem: str) -> Sandbox:
-    """``required``: the refusal; ``preferred``: the warning and the fallback."""
+def _fallback(policy: SandboxPolicy, problem: str, euid: int) -> Sandbox:
+    """``required``, or ``preferred`` without root: the refusal; ``preferred`` as root:
+    the warning and the separate-uid fallback."""
     if policy == "required":
         raise ConfigError(
             f"sandbox: required, but bubblewrap cannot run here ({problem})",
             "sandbox_unavailable",
         )
-    uid = SANDBOX_UID if os.geteuid() == 0 else None
+    if euid != 0:
+        raise ConfigError(
+            f"sandbox: preferred, but bubblewrap cannot run here ({problem}) and kdev is not "
+            "root (no separate uid for the fallback): install bubblewrap, or set sandbox: off",
+            "sandbox_unavailable",
+        )
     log.warning(
         "bubblewrap cannot run here (%s): reviewers run in the fallback "
-        "(%s, no_new_privs, scrubbed env, private HOME)",
+        "(uid %d, no_new_privs, scrubbed env, private HOME)",
         problem,
-        f"uid {uid}" if uid is not None else "same uid",
+        SANDBOX_UID,
     )
-    return Sandbox("fallback", reason=problem, uid=uid)
+    return Sandbox("fallback", reason=problem, uid=SANDBOX_UID)

@@ -1,0 +1,30 @@
+"""Result types of :mod:`engine.api` that li's own modules build: they live below both,
+so that the poll decisions (engine.poll.decisions) make the type the surface returns
+without importing the surface that reads them (no cycle, docs/architecture.md "Walls").
+:mod:`engine.api` re-exports each of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from engine.jsonable import as_json
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One stored poll decision for an event (``li schedule events --json``)."""
+
+    schedule: str
+    pr_number: int
+    head_sha: str
+    occurred_at: datetime
+    decision: str
+    detail: str | None
+    run_id: int | None
+    decided_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``li schedule events --json`` form."""
+        return as_json(self)
