@@ -20,7 +20,7 @@ another program's config check reports problems the way ``li schedule apply`` do
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,11 +68,16 @@ class ScheduleHealthRow:
 @dataclass(frozen=True)
 class PollSchedule:
     """A github_poll schedule: its name, the repository it watches, and the handle its
-    mention trigger answers to (None: no mention trigger)."""
+    mention trigger answers to (None: no mention trigger); as read by
+    :meth:`LiReader.pr_history` also its event kind, when it was created and its cursor
+    (None: unset, as with ``backfill`` before the first event)."""
 
     name: str
     repo: str
     mention_handle: str | None
+    event: str = "pr_updated"
+    created_at: datetime | None = None
+    cursor_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -171,10 +176,12 @@ class LiReader:
             schedule = _poll_schedule(name, config)
             if schedule.repo.lower() != repo.lower():
                 continue
-            watching.append(schedule)
+            state = polls.get_state(ident)
+            created = self._store.get_schedule(name).created_at
+            watching.append(replace(schedule, created_at=created, cursor_at=state.cursor_at))
             decisions += list_decisions(self._store, name, pr=pr, limit=limit)
             runs += [_run(run) for run in list_pr_runs(self._store, name, pr, limit=limit)]
-            queued += _queued(name, polls.get_state(ident).retry_events or [], pr)
+            queued += _queued(name, state.retry_events or [], pr)
         return PrHistory(tuple(watching), tuple(decisions), tuple(runs), tuple(queued))
 
 
@@ -215,7 +222,8 @@ def open_readonly(
 def _poll_schedule(name: str, config: Mapping[str, Any]) -> PollSchedule:
     mentions = config.get("mentions")
     handle = mentions.get("handle") if isinstance(mentions, Mapping) else None
-    return PollSchedule(name, str(config.get("repo", "")), str(handle) if handle else None)
+    event = str(config.get("event") or "pr_updated")
+    return PollSchedule(name, str(config.get("repo", "")), str(handle) if handle else None, event)
 
 
 def _health_row(item: ScheduleHealth) -> ScheduleHealthRow:

@@ -1,10 +1,10 @@
-"""Hardening at start and the GitHub token's sources, for li and kdev alike (D66).
+"""Hardening at start and the GitHub token's sources, for li and the programs on its surface (D66).
 
 - :func:`set_non_dumpable`: ``prctl(PR_SET_DUMPABLE, 0)``. No core dumps, and
   ``/proc/<pid>/environ``, ``mem``, ``maps``, ``auxv``, ``fd`` and ptrace are closed to
-  every other process of the same uid (a reviewer in kdev's fallback sandbox among
+  every other process of the same uid (an untrusted child among
   them); only root (``CAP_SYS_PTRACE``) still reads them. ``li`` calls it at the start of
-  every command (engine/cli/app.py), kdev through ``wrapper.credentials``. It is reset by
+  every command (engine/cli/entry.py), the wrapper through ``wrapper.credentials``. It is reset by
   ``execve``: each child hardens itself.
 - :func:`token_from_sources`: the GitHub token from the first source that has one:
 

@@ -1,4 +1,4 @@
-"""Text made safe for a terminal: what li and kdev print for people passes here.
+"""Text made safe for a terminal: what li and the wrapper print for people passes here.
 
 Both programs print text that others wrote: PR titles, comment bodies, logins, branch
 and check names from GitHub, and the output tails of the commands a schedule ran. Such
@@ -63,6 +63,6 @@ def terminal_safe(text: str) -> str:
 
 
 def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """``typer.echo`` of ``message`` made :func:`terminal_safe`: the one way li and kdev
+    """``typer.echo`` of ``message`` made :func:`terminal_safe`: the one way li and the wrapper
     print human-readable text that may hold someone else's words."""
     typer.echo(terminal_safe(message), err=err, nl=nl)

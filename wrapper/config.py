@@ -309,6 +309,9 @@ class KdevConfig(_Strict):
     # recipient that wins over the author's. ``notify`` is the last fallback.
     recipients: dict[str, list[NotifyTarget]] = Field(default_factory=dict)
     notify_authors: dict[str, str] = Field(default_factory=dict)
+    # Who kdev's posts may ping (never mention_handle), and if #123 stays linked (D69).
+    mention_allow: list[str] = Field(default_factory=list)
+    allow_references: bool = False
     repositories: dict[str, RepositorySettings] = Field(default_factory=dict)
     # The review bots kdev request-reviews asks, in order (docs/author-loop.md).
     review_bots: ReviewBots = Field(default_factory=ReviewBots)
@@ -420,6 +423,11 @@ class KdevConfig(_Strict):
 
     @model_validator(mode="after")
     def _posting_needs_a_handle(self) -> KdevConfig:
+        if self.mention_allow:
+            from engine.triggers import mention_names_problem  # only a config that sets it
+
+            if problem := mention_names_problem(self.mention_allow, self.mention_handle):
+                raise ValueError(f"mention_allow: {problem}")
         if self.mention_handle is None and any(
             isinstance(target, GithubCommentTarget) for target in self.notify
         ):

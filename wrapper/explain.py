@@ -31,8 +31,9 @@ from engine.api import (
     ScheduleHealthRow,
 )
 from engine.errors import LiError
-from engine.github import GitHubClient, GitHubError
-from engine.timefmt import iso_utc, minute_utc
+from engine.github import GitHubClient, GitHubError, GitHubNotFound, PullRequest
+from engine.timefmt import iso_utc, iso_utc_or_none, minute_utc
+from wrapper.errors import KdevError
 from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, LedgerRow
 from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
@@ -73,12 +74,22 @@ class Explanation:
     engine: dict[str, Any] = field(default_factory=dict)
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    pull: PullRequest | None = None  # GitHub's answer; None when it could not be read
 
     def to_json(self) -> dict[str, Any]:
+        pull = self.pull
         return {
             "repo": self.repo,
             "pr": self.pr,
             "head_sha": self.head_sha,
+            "pull": None
+            if pull is None
+            else {
+                "state": pull.state,
+                "created_at": iso_utc_or_none(pull.created_at),
+                "updated_at": iso_utc_or_none(pull.updated_at),
+                "merged_at": iso_utc_or_none(pull.merged_at),
+            },
             "fate": self.fate,
             "verdict": self.verdict,
             "timeline": [line.to_json() for line in self.timeline],
@@ -128,14 +139,24 @@ def explain(
     now: datetime,
     engine_problem: str | None = None,
 ) -> Explanation:
-    """Gather every source and decide the verdict line (see the module doc)."""
+    """Gather every source and decide the verdict line (see the module doc).
+
+    Raises ``pr_not_found`` when GitHub answers 404 for the pull request: there is no
+    fate to explain (D71)."""
     problems: list[str] = []
+    pull: PullRequest | None = None
     try:
-        head: str | None = get_pull(github, repo, pr).head_sha
+        pull = get_pull(github, repo, pr)
+    except GitHubNotFound:
+        raise KdevError(
+            f"GitHub has no pull request #{pr} in {repo} (404: it does not exist, or the "
+            "token cannot see the repository)",
+            "pr_not_found",
+        ) from None
     except GitHubError as exc:
-        head = None
         problems.append(f"GitHub: {exc} [{exc.reason}]")
-    result = Explanation(repo, pr, head, problems=problems)
+    head = pull.head_sha if pull is not None else None
+    result = Explanation(repo, pr, head, problems=problems, pull=pull)
     if engine_problem is not None:
         problems.append(engine_problem)
     side = read_engine(engine, repo, pr, problems)
@@ -247,6 +268,15 @@ def verdict(
         return "no_schedule", (
             f"{label}: not seen{earlier}: no github_poll schedule watches {result.repo}"
         )
+    return _undecided(result, side, engine, label, earlier)
+
+
+def _undecided(
+    result: Explanation, side: EngineSide, engine: EngineReader, label: str, earlier: str
+) -> tuple[str, str]:
+    """No decision of li names the head: an unseeing schedule, or what the PR's times
+    and each schedule's cursor and last poll prove (:func:`schedule_fate`)."""
+    polls: dict[str, ScheduleHealthRow] = {}
     for schedule in side.schedules:
         name = schedule.name
         try:
@@ -257,6 +287,7 @@ def verdict(
         if not health:
             continue
         item = health[0]
+        polls[name] = item
         if item.state in UNSEEN_STATES:
             reason = item.last_error_reason or item.state
             since = item.last_healthy_poll_at or item.last_poll_at
@@ -264,8 +295,91 @@ def verdict(
             return item.state, (
                 f"{label}: not seen yet{earlier}: schedule {name} is {item.state} ({reason}{when})"
             )
-    names = ", ".join(s.name for s in side.schedules)
-    return "not_seen", f"{label}: not seen yet{earlier}: the next poll of {names} will see it"
+    if result.pull is None:
+        return "unknown", (
+            f"{label}: not reviewed{earlier}: li recorded no decision for it, and without "
+            "GitHub's answer (see above) kdev cannot tell whether a poll will see it"
+        )
+    pull = result.pull
+    fates = [
+        schedule_fate(s, pull, polls.get(s.name), result.repo, label, earlier)
+        for s in side.schedules
+    ]
+    # A schedule that will see it speaks first, a mention-only one last.
+    order = {"not_seen": 0, "mention_only": 2}
+    return min(fates, key=lambda fate: order.get(fate[0], 1))
+
+
+def backfill_command(schedule: str, at: datetime, repo: str, pr: int) -> str:
+    """The operator's command that offers ``pr`` again: the cursor moved back to its
+    event's second (an event at the cursor's second is offered, docs/poller.md)."""
+    return f"li schedule cursor {schedule} --set {iso_utc(at)} --reason 'backfill {repo}#{pr}'"
+
+
+def schedule_fate(
+    schedule: PollSchedule,
+    pull: PullRequest,
+    poll: ScheduleHealthRow | None,
+    repo: str,
+    label: str,
+    earlier: str = "",
+) -> tuple[str, str]:
+    """``(fate, line)`` of a head ``schedule`` recorded no decision for, from what GitHub
+    says of the pull request and what li says of the schedule; never a guess."""
+    name, number = schedule.name, pull.number
+    if schedule.event == "mentions":
+        handle = f"@{schedule.mention_handle}" if schedule.mention_handle else "its handle"
+        return "mention_only", (
+            f"{label}: not fired{earlier}: schedule {name} fires on a pull request's "
+            f"opening and on mentions of {handle}, not on pushes; a maintainer can summon "
+            f"a review with {handle} review"
+        )
+    if schedule.event == "pr_merged":
+        if pull.merged_at is None:
+            return "not_merged", (
+                f"{label}: not fired{earlier}: schedule {name} fires on merges (pr_merged) "
+                f"and #{number} is not merged"
+            )
+        at = pull.merged_at
+    elif pull.state != "open":
+        return "closed", (
+            f"{label}: not seen{earlier}: #{number} is {pull.state}; schedule {name} "
+            "polls open pull requests only"
+        )
+    else:
+        at = pull.updated_at
+    cursor = schedule.cursor_at
+    if cursor is not None and at < cursor:
+        command = backfill_command(name, at, repo, number)
+        started = schedule.created_at
+        if started is not None and at < started:
+            opened = minute_utc(pull.created_at)
+            return "before_schedule", (
+                f"{label}: not seen{earlier}: opened {opened} and last changed "
+                f"{minute_utc(at)}, before schedule {name} started ({minute_utc(started)}); "
+                f"polls do not look back: run `{command}` to get it reviewed"
+            )
+        return "behind_cursor", (
+            f"{label}: not seen{earlier}: last changed {minute_utc(at)}, behind the cursor "
+            f"of schedule {name} ({minute_utc(cursor)}), and li recorded no decision for "
+            f"it; polls do not look back: run `{command}` to offer it again"
+        )
+    last = poll.last_poll_at if poll is not None else None
+    if last is None:
+        return "not_seen", (
+            f"{label}: not seen yet{earlier}: schedule {name} has not polled yet; "
+            "its first poll will see it"
+        )
+    if last < at:
+        return "not_seen", (
+            f"{label}: not seen yet{earlier}: it changed {minute_utc(at)}, after the last "
+            f"poll of {name} ({minute_utc(last)}); the next poll will see it"
+        )
+    return "unknown", (
+        f"{label}: not reviewed{earlier}: schedule {name} polled {minute_utc(last)}, after "
+        f"it changed ({minute_utc(at)}), and recorded no decision for this head; li's "
+        f"records do not say why (li schedule preview {name} shows what a poll decides now)"
+    )
 
 
 def _outcome_line(label: str, entry: OutcomeEntry, how: str, now: datetime) -> str:

@@ -9,10 +9,14 @@ author-loop replies of :mod:`wrapper.authorloop.threads` (their own ``send``); n
 in ``wrapper/`` posts a body to GitHub any other way (tests/wrapper/test_comment_gate.py
 checks the source). It applies, in order:
 
-1. :func:`wrapper.neutralise.prepare_comment`: cross-references and raw HTML escaped,
-   then every mention of ``mention_handle`` that the trigger detector would count
-   rewritten as ``@&#8203;handle`` (so kdev's own comment can never summon kdev); without a
-   ``mention_handle`` (author-loop replies only) prose is still escaped;
+1. :func:`wrapper.neutralise.prepare_comment`: raw HTML escaped, then every mention
+   (``@login``, ``@org/team``) and cross-reference (``#123``, ``GH-123``,
+   ``owner/repo#123``, ``user@sha``) GitHub would link rewritten with a zero-width space
+   after its sign, except the names of ``mention_allow`` (and of the caller's
+   ``mention``: a review bot's trigger, the operator's ``kdev reply --mention``) and,
+   with ``allow_references``, the references; ``mention_handle`` is never exempt. The
+   final text, signature included, is checked again
+   (:func:`wrapper.neutralise.refuse_live_pings`, ``live_ping``: nothing posted);
 2. the secret canary: when a known secret (:func:`wrapper.leakscan.known_secrets`:
    ``secret_env`` values, the token, webhook URLs, API keys) appears in the raw or the
    prepared body, nothing is posted: ``secret_in_output`` as it is, ``secret_leak`` in
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +43,7 @@ from wrapper.errors import ConfigError, KdevError, LedgerError
 from wrapper.gh import post_issue_comment
 from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger.ledger import Ledger
-from wrapper.neutralise import contains_secret, escape_prose, prepare_comment
+from wrapper.neutralise import contains_secret, prepare_comment, refuse_live_pings
 
 _SIGNATURE = re.compile(r"<!-- kdev-agent: [A-Za-z0-9._-]{1,100} -->")
 log = logging.getLogger("kdev.comments")  # the name it logged under as wrapper.comments
@@ -57,12 +61,14 @@ class PostedComment:
     html_url: str
 
 
-def comment_body(raw: str, handle: str | None) -> str:
-    """The body kdev posts for ``raw``: prepared (escaped, neutralised; escaped only
-    without a handle), cut to fit."""
+def comment_body(
+    raw: str, handle: str | None, allow: Collection[str] = (), references: bool = False
+) -> str:
+    """The body kdev posts for ``raw``: prepared (escaped, neutralised but for ``allow``
+    and, with ``references``, the references), cut to fit."""
 
     def prepare(text: str) -> str:
-        return prepare_comment(text, handle) if handle else escape_prose(text)
+        return prepare_comment(text, handle, allow=allow, references=references)
 
     limit = MAX_BODY_CHARS
     prepared = prepare(raw)
@@ -83,6 +89,7 @@ def post_gated(
     send: Callable[[str], dict[str, Any]],
     failure_reason: str = COMMENT_POST_FAILED,
     signature: str = "",
+    mention: Collection[str] = (),
 ) -> dict[str, Any]:
     """The one gate (see the module doc): prepare ``raw``, refuse a secret
     (LedgerError ``secret_in_output``, nothing posted), ``send`` the body, record the new
@@ -90,12 +97,15 @@ def post_gated(
     KdevError for a failed POST; an answer without an id is ``failure_reason``.
 
     ``signature`` is a hidden ``<!-- kdev-agent: NAME -->`` line appended after the
-    preparation (which would escape it as raw HTML); anything else is refused."""
+    preparation (which would escape it as raw HTML); anything else is refused.
+    ``mention`` adds names this one body may ping to ``mention_allow``."""
     if signature and not _SIGNATURE.fullmatch(signature):
         raise KdevError(f"not a kdev-agent signature: {signature[:120]!r}", "invalid_signature")
-    body = comment_body(raw, config.mention_handle)
+    handle, allow = config.mention_handle, [*config.mention_allow, *mention]
+    body = comment_body(raw, handle, allow, config.allow_references)
     if signature:
         body = f"{body}\n\n{signature}"
+    refuse_live_pings(body, handle, allow=allow, references=config.allow_references)
     secrets = known_secrets(config, environ)
     if contains_secret((raw, body), secrets):
         raise LedgerError(

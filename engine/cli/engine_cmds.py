@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -16,7 +17,8 @@ from engine.durations import MAX_DRAIN_SECONDS, parse_duration
 from engine.run.daemon import Engine
 from engine.run.metrics import serve as serve_metrics
 from engine.store import db as dbmod
-from engine.store.models import EngineInstance, RunStatus
+from engine.store.engines import EngineState
+from engine.store.models import RunStatus
 from engine.termsafe import echo
 
 
@@ -73,14 +75,23 @@ def engine_run(
     guarded(work)
 
 
-def engine_status(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Engine processes seen by this database, with heartbeats and recent errors."""
+def engine_status(
+    as_json: bool = typer.Option(False, "--json", help="Every engine, with its state."),
+    show_all: bool = typer.Option(
+        False, "--all", help="Also engines that stopped cleanly (and finished trigger-* ones)."
+    ),
+) -> None:
+    """Engine processes seen by this database: state (running, stopped, lost), heartbeats
+    and recent errors. Engines that stopped cleanly are hidden unless --all."""
 
     def work() -> None:
-        engines: list[EngineInstance] = open_store(settings()).list_engines()
+        config = settings()
+        stale_after = timedelta(seconds=config.heartbeat_interval_seconds * 3)
+        engines = open_store(config).engine_states(stale_after)
         data: list[dict[str, Any]] = [
             {
                 "id": e.id,
+                "state": state.value,
                 "host": e.host,
                 "pid": e.pid,
                 "started_at": iso(e.started_at),
@@ -88,24 +99,35 @@ def engine_status(as_json: bool = typer.Option(False, "--json")) -> None:
                 "stopped_at": iso(e.stopped_at),
                 "last_errors": e.last_errors,
             }
-            for e in engines
+            for e, state in engines
         ]
         if as_json:
             emit_json(data)
             return
+        shown = [d for d in data if show_all or d["state"] != EngineState.STOPPED.value]
         table(
-            ["id", "pid", "started", "heartbeat", "stopped", "errors"],
+            ["id", "state", "pid", "started", "heartbeat", "stopped", "errors"],
             [
                 [
                     d["id"],
+                    d["state"],
                     d["pid"],
                     d["started_at"],
                     d["heartbeat_at"],
                     d["stopped_at"],
                     len(d["last_errors"]),
                 ]
-                for d in data
+                for d in shown
             ],
         )
+        for d in shown:
+            if d["state"] == EngineState.LOST.value:
+                echo(
+                    f"engine {d['id']} (host {d['host']}, pid {d['pid']}) was lost: it never "
+                    f"stopped cleanly; last heartbeat {d['heartbeat_at']} (docs/engine.md)"
+                )
+        hidden = len(data) - len(shown)
+        if hidden:
+            echo(f"{hidden} engine(s) stopped cleanly are hidden; --all shows them")
 
     guarded(work)

@@ -5,10 +5,11 @@ from the first moment, not only once the command line's modules have loaded."""
 from __future__ import annotations
 
 
-def main() -> None:
+def main() -> object:
+    """What the app returns (a verb's exit code): the console script exits with it."""
     from engine.credentials import set_non_dumpable
 
     set_non_dumpable()
     from engine.cli.app import app
 
-    app()
+    return app()

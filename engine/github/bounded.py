@@ -45,7 +45,7 @@ from engine.github.types import (
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Statuses whose redirect repeats the request as it was (RFC 9110 15.4.8, 15.4.9).
 _KEEPS_METHOD = frozenset({307, 308})
-# Headers that describe the encoded body, not the decoded one a bounded answer holds.
+# Headers that are about the encoded body, not the decoded one a bounded answer holds.
 _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 Origin = tuple[str, str, int | None]
 # What the session asks for and this module inflates itself, at most _STEP bytes a call,

@@ -34,6 +34,7 @@ class LossCounts:
     refused: int = 0
     coalesced: int = 0
     total: int = 0  # every run in the window
+    drained: int = 0  # cancelled by a clean stop of their engine: not a loss (D71)
 
 
 # Three in a row: one bad poll is noise, three is a pattern an operator should see.
@@ -301,9 +302,10 @@ def _loss_causes(facts: PollHealthFacts) -> list[Cause]:
         found.append(
             Cause(
                 "runs_cancelled",
-                f"{counts.cancelled} {of} were cancelled (engine stopped, lost or restarted)",
+                f"{counts.cancelled} {of} were cancelled by an engine that was lost "
+                "(it never stopped cleanly) or by a fence",
                 "github_poll events are offered again (li schedule runs shows the attempts); "
-                "check li engine status for engines that died",
+                "li engine status names the engines that were lost",
             )
         )
     if counts.refused:
@@ -418,13 +420,22 @@ def health_json(health: Health) -> dict[str, Any]:
     }
 
 
-# `li schedule health` exits with this code when any schedule it shows is in a paging
-# state: GitHub is not being read (blind), not read lately (stale), or events are being
-# left unread (overdue). Every other state exits 0 (docs/health.md).
-EXIT_UNHEALTHY = 8
+# `li schedule health` exits with the code of the most severe of these states among the
+# schedules it shows (docs/health.md, "Exit code"; D71): GitHub is not being read
+# (blind), not read lately (stale), events are left unread (overdue), or the newest run
+# failed (failing). Every other state exits 0, and `--exit-zero` always does.
+EXIT_CODES: Mapping[HealthState, int] = {
+    HealthState.BLIND: 20,
+    HealthState.STALE: 21,
+    HealthState.OVERDUE: 22,
+    HealthState.FAILING: 23,
+}
 PAGING_STATES = frozenset({HealthState.BLIND, HealthState.STALE, HealthState.OVERDUE})
 
 
 def health_exit_code(states: Iterable[HealthState]) -> int:
-    """0, or :data:`EXIT_UNHEALTHY` when any of ``states`` is a paging state."""
-    return EXIT_UNHEALTHY if any(state in PAGING_STATES for state in states) else 0
+    """0, or the :data:`EXIT_CODES` code of the most severe of ``states`` that has one."""
+    coded = [state for state in set(states) if state in EXIT_CODES]
+    if not coded:
+        return 0
+    return EXIT_CODES[min(coded, key=SEVERITY.index)]

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from engine.health.assess import LossCounts
 from engine.schedules.spec import cron_trigger
-from engine.store.models import RunStatus, Schedule, ScheduleRun, TriggerType
+from engine.store.models import EngineInstance, RunStatus, Schedule, ScheduleRun, TriggerType
 
 # Counting stops here: a schedule down for months is not walked slot by slot.
 MAX_COUNTED_SLOTS = 10_000
@@ -50,10 +50,17 @@ def coalesced_slots(row: Schedule, scheduled_for: datetime | None, now: datetime
 # SQLAlchemy's statement construction and cache-key cost per schedule (issue 19).
 _BY_NAME = ScheduleRun.schedule_name == bindparam("name")
 _IN_WINDOW = ScheduleRun.started_at >= bindparam("since")
+# Whether the run's engine never stopped cleanly (or its row is gone): a run that
+# engine cancelled is a loss. A cancelled ``engine_shutdown`` run of an engine that
+# marked itself stopped is a planned drain (D71). ``IS NULL`` carries no bind
+# parameter, so PostgreSQL sees the grouped expression and the selected one as equal.
+_UNCLEAN = EngineInstance.stopped_at.is_(None)
 _WINDOW = (
-    select(ScheduleRun.status, ScheduleRun.reason, func.count())
+    select(ScheduleRun.status, ScheduleRun.reason, _UNCLEAN, func.count())
+    .select_from(ScheduleRun)
+    .outerjoin(EngineInstance, EngineInstance.id == ScheduleRun.engine_id)
     .where(_BY_NAME, _IN_WINDOW)
-    .group_by(ScheduleRun.status, ScheduleRun.reason)
+    .group_by(ScheduleRun.status, ScheduleRun.reason, _UNCLEAN)
 )
 # A textual pre-filter (portable across SQLite and PostgreSQL), checked exactly in Python.
 _COALESCED = select(ScheduleRun.reason, ScheduleRun.trigger_context).where(
@@ -67,8 +74,9 @@ _NEWEST = (
 )
 
 
-def window_query(schedule_name: str, since: datetime) -> Select[tuple[str, str | None, int]]:
-    """The window's runs of one schedule counted by (status, reason); served by
+def window_query(schedule_name: str, since: datetime) -> Select[tuple[str, str | None, bool, int]]:
+    """The window's runs of one schedule counted by (status, reason, whether their
+    engine never stopped cleanly); served by
     ``ix_schedule_runs_name_started`` (migration 0008)."""
     return _WINDOW.params(name=schedule_name, since=since)
 
@@ -84,15 +92,21 @@ def newest_query(schedule_name: str) -> Select[tuple[str, str | None]]:
 
 
 def window_losses(session: Session, schedule_name: str, since: datetime) -> LossCounts:
-    """Count the schedule's runs started at or after ``since`` (operator notes excluded)."""
-    failed = cancelled = refused = coalesced = total = 0
+    """Count the schedule's runs started at or after ``since`` (operator notes excluded).
+
+    A run cancelled ``engine_shutdown`` by an engine that then marked itself stopped is
+    counted as ``drained``, not as a loss: a clean stop (SIGTERM) is not an engine that
+    died (D71)."""
+    failed = cancelled = refused = coalesced = total = drained = 0
     params = {"name": schedule_name, "since": since}
-    for status, reason, count in session.execute(_WINDOW, params):
+    for status, reason, unclean, count in session.execute(_WINDOW, params):
         if reason == "cursor_set":
             continue
         total += count
         if status in (RunStatus.FAILED.value, RunStatus.TIMED_OUT.value):
             failed += count
+        elif status == RunStatus.CANCELLED.value and reason == "engine_shutdown" and not unclean:
+            drained += count
         elif status == RunStatus.CANCELLED.value:
             cancelled += count
         elif status == RunStatus.REFUSED.value:
@@ -101,7 +115,7 @@ def window_losses(session: Session, schedule_name: str, since: datetime) -> Loss
         value = (context or {}).get("coalesced") if reason != "cursor_set" else None
         if isinstance(value, int) and value > 0:
             coalesced += value
-    return LossCounts(failed, cancelled, refused, coalesced, total)
+    return LossCounts(failed, cancelled, refused, coalesced, total, drained)
 
 
 def newest_outcome(session: Session, schedule_name: str) -> tuple[str | None, str | None]:

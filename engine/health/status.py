@@ -64,6 +64,7 @@ def _losses_json(losses: LossCounts | None) -> dict[str, int] | None:
         "cancelled": losses.cancelled,
         "refused": losses.refused,
         "coalesced": losses.coalesced,
+        "drained": losses.drained,
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -91,7 +92,80 @@ def execute_claim(
     return result
 
 
+def _run_fields(claim: Claim) -> dict[str, Any]:
+    """The ``extra`` fields every run line carries (``pr`` only for an event's run)."""
+    fields: dict[str, Any] = {"schedule": claim.schedule_name, "run_id": claim.run_id}
+    pr = claim.context.get("pr_number")
+    if pr is not None:
+        fields["repo"] = claim.context.get("repo")
+        fields["pr"] = pr
+    return fields
+
+
+def _run_label(claim: Claim) -> str:
+    pr = claim.context.get("pr_number")
+    where = f" ({claim.context.get('repo')}#{pr})" if pr is not None else ""
+    return f"run {claim.run_id} of {claim.schedule_name}{where}"
+
+
+def end_level(result: FinishedRun) -> int:
+    """INFO for a run that succeeded or was cut short by a requested stop, WARNING for
+    every other ending (failed, timed out, refused, cancelled by a loss or a fence)."""
+    if result.status is RunStatus.SUCCEEDED:
+        return logging.INFO
+    if result.status is RunStatus.CANCELLED and result.reason == "engine_shutdown":
+        return logging.INFO
+    return logging.WARNING
+
+
+def _log_end(claim: Claim, result: FinishedRun, began: float) -> None:
+    seconds = round(time.monotonic() - began, 3)
+    said = [result.reason or ""] + (
+        [f"exit {result.exit_code}"] if result.exit_code is not None else []
+    )
+    detail = ", ".join(part for part in said if part)
+    log.log(
+        end_level(result),
+        "%s ended: %s%s after %.1f s",
+        _run_label(claim),
+        result.status.value,
+        f" ({detail})" if detail else "",
+        seconds,
+        extra={
+            **_run_fields(claim),
+            "phase": "end",
+            "status": result.status.value,
+            "reason": result.reason,
+            "exit_code": result.exit_code,
+            "duration_seconds": seconds,
+        },
+    )
+
+
 def _execute_attempt(
+    store: Store,
+    settings: Settings,
+    claim: Claim,
+    owner: str,
+    environ: Mapping[str, str] | None,
+    cancel: threading.Event | None,
+    finish: Finisher | None,
+) -> FinishedRun:
+    """One attempt, logged once as it starts and once as it ends (docs/engine.md, "Log
+    lines"): the end line carries the status, the reason code and the exit code."""
+    log.info("%s started", _run_label(claim), extra={**_run_fields(claim), "phase": "start"})
+    began = time.monotonic()
+    try:
+        result = _attempt(store, settings, claim, owner, environ, cancel, finish)
+    except Exception as exc:
+        reason = exc.reason if isinstance(exc, LiError) else "engine_error"
+        _log_end(claim, FinishedRun(status=RunStatus.FAILED, reason=reason), began)
+        raise
+    _log_end(claim, result, began)
+    return result
+
+
+def _attempt(
     store: Store,
     settings: Settings,
     claim: Claim,
@@ -119,8 +193,8 @@ def _execute_attempt(
         record_run(claim.schedule_name, result.status.value, None, None)
         return result
     if not store.set_run_argv(claim.run_id, argv, owner=owner):
-        # Fenced: another engine recovered this run meanwhile; it is not ours to launch.
-        log.warning("run %s was recovered by another engine: not launched", claim.run_id)
+        # Fenced: another engine recovered this run meanwhile; it is not ours to launch
+        # (the end line says so: cancelled, reason fenced).
         return FinishedRun(status=RunStatus.CANCELLED, reason="fenced")
     passthrough = [*settings.env_passthrough, *claim.env_passthrough]
     env = build_environment(

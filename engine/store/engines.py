@@ -2,11 +2,13 @@
 
 Every engine process registers a row, refreshes its heartbeat, keeps its last few loop
 errors on it, and at a clean stop marks it stopped and releases every schedule lease it
-holds. Liveness (who counts as gone) is engine.store.recovery's rule.
+holds. Liveness (who counts as gone) is engine.store.recovery's rule; an engine's
+:class:`EngineState` (``li engine status``) is read from it.
 """
 
 from __future__ import annotations
 
+import enum
 from datetime import timedelta
 
 from sqlalchemy import select, update
@@ -16,6 +18,21 @@ from engine.store.models import EngineInstance, Schedule
 from engine.store.recovery import live_engine_ids
 
 MAX_KEPT_ERRORS = 10
+
+
+class EngineState(enum.StrEnum):
+    """What became of an engine process (derived, never stored)."""
+
+    RUNNING = "running"  # live: not stopped, fresh heartbeat, (this host) process exists
+    STOPPED = "stopped"  # stopped cleanly: it marked itself stopped (a drain, an exit)
+    LOST = "lost"  # never stopped cleanly and no longer live: it died or hangs
+
+
+def engine_state(row: EngineInstance, live: set[str]) -> EngineState:
+    """``row``'s state, given the ids of the live engines."""
+    if row.stopped_at is not None:
+        return EngineState.STOPPED
+    return EngineState.RUNNING if row.id in live else EngineState.LOST
 
 
 class EngineStore(StoreBase):
@@ -78,6 +95,15 @@ class EngineStore(StoreBase):
             return list(
                 session.scalars(select(EngineInstance).order_by(EngineInstance.started_at.desc()))
             )
+
+    def engine_states(self, stale_after: timedelta) -> list[tuple[EngineInstance, EngineState]]:
+        """Every engine row, newest first, with its state (one transaction)."""
+        with self.transaction() as session:
+            rows = session.scalars(
+                select(EngineInstance).order_by(EngineInstance.started_at.desc())
+            )
+            live = live_engine_ids(session, self.clock(), stale_after)
+            return [(row, engine_state(row, live)) for row in rows]
 
     def live_engine_ids(self, stale_after: timedelta) -> set[str]:
         """Engines not stopped, with a heartbeat newer than ``stale_after`` and (on this

@@ -4,6 +4,8 @@ Why it is built this way: docs/decisions.md D14.
 
 - :mod:`engine.triggers.mention`: does a comment body mention a handle in prose, and
   with which of the schedule's verbs; GitHub's comment parser (cmark-gfm).
+- :mod:`engine.triggers.pings`: every mention of any login or team, and every
+  cross-reference, that GitHub could link in a body (for text that must link nobody).
 - :mod:`engine.triggers.allowlist`: parse the numeric user-id allowlist.
 - :mod:`engine.triggers.classify`: typed items and state in, a :class:`Decision` with a
   reason code out; watermarks and dedupe keys.
@@ -50,20 +52,33 @@ from engine.triggers.mention import (
     validate_handle,
     validate_verb,
 )
+from engine.triggers.pings import (
+    INVALID_MENTION_NAME,
+    NEUTRAL_SPACE,
+    Ping,
+    linkable_runs,
+    mention_names_problem,
+    pings,
+    scan_pings,
+    validate_mention_name,
+)
 
 __all__ = [
     "ALLOWLIST_CONFIG_ERROR",
     "GFM_EXTENSIONS",
     "GHOST_USER",
     "INVALID_HANDLE",
+    "INVALID_MENTION_NAME",
     "INVALID_VERB",
     "MALFORMED_PAYLOAD",
+    "NEUTRAL_SPACE",
     "REASON_LOG_LEVELS",
     "CommentItem",
     "CommentKind",
     "Decision",
     "Mention",
     "PayloadError",
+    "Ping",
     "PullItem",
     "Reason",
     "TriggerEvent",
@@ -76,12 +91,17 @@ __all__ = [
     "find_mention",
     "has_raw_html",
     "is_bot",
+    "linkable_runs",
     "mention_dedupe_key",
+    "mention_names_problem",
     "mention_pattern",
     "parse_allowlist",
+    "pings",
     "pr_opened_dedupe_key",
     "prose_lines",
     "render",
+    "scan_pings",
     "validate_handle",
+    "validate_mention_name",
     "validate_verb",
 ]

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 from engine import errors as li_errors
 from engine.cli.app import EXIT_RUN_NOT_SUCCEEDED
 from engine.cli.app import app as li_app
+from engine.health.assess import EXIT_CODES as HEALTH_EXIT_CODES
 from ghsim import GitHubSim
 from ghsim.model import node_id
 from tests.engine.test_cli import Li
@@ -179,7 +180,7 @@ def test_one_exit_code_table_with_no_number_meaning_two_things() -> None:
         for cls in vars(li_errors).values()
         if isinstance(cls, type) and issubclass(cls, li_errors.LiError)
         and not issubclass(cls, kdev_errors.KdevError)
-    } | {EXIT_RUN_NOT_SUCCEEDED}  # fmt: skip
+    } | {EXIT_RUN_NOT_SUCCEEDED} | set(HEALTH_EXIT_CODES.values())  # fmt: skip
     kdev_codes = {
         cls.exit_code
         for cls in vars(kdev_errors).values()

@@ -182,4 +182,4 @@ def test_kdev_fates_and_a_blind_poller_are_named_with_their_reason(budgeted: Loo
     health = subprocess.run(
         [str(BIN / "li"), "schedule", "health"], env=loop.env, capture_output=True, check=False
     )
-    assert health.returncode == 8
+    assert health.returncode == 20  # blind (docs/health.md, "Exit code")

@@ -37,7 +37,7 @@ def test_events_and_runs_filter_on_a_pull_request(li: Li, sim: GitHubSim) -> Non
     one_error_line(err, "invalid_duration")
 
 
-def test_health_exits_8_when_a_schedule_goes_blind_and_0_when_healthy(
+def test_health_exits_20_when_a_schedule_goes_blind_and_0_when_healthy(
     li: Li, sim: GitHubSim
 ) -> None:
     add_watch(li)
@@ -47,7 +47,7 @@ def test_health_exits_8_when_a_schedule_goes_blind_and_0_when_healthy(
     li.env["GITHUB_TOKEN"] = "revoked-token"
     for _ in range(3):
         poll(li)
-    code, out, _ = li("schedule", "health", code=8)
+    code, out, _ = li("schedule", "health", code=20)
     assert "blind" in out
-    code, out, _ = li("schedule", "health", "watch", "--json", code=8)
+    code, out, _ = li("schedule", "health", "watch", "--json", code=20)
     assert '"state": "blind"' in out

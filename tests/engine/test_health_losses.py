@@ -39,6 +39,7 @@ def test_a_failure_followed_by_a_success_is_degraded_not_healthy(db: SAEngine) -
         "cancelled": 0,
         "refused": 0,
         "coalesced": 0,
+        "drained": 0,
     }
     # Out of the 24 h window: healthy again.
     clock.advance(25 * 3600)

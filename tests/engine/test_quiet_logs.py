@@ -1,4 +1,7 @@
-"""Quiet, structured logs: an idle engine says nothing at INFO; JSON times carry a zone."""
+"""Quiet, structured logs: an idle engine says nothing at INFO; JSON times carry a zone.
+
+The contract since issue 25: an engine logs each run it starts and settles (one line
+each, tests/engine/test_run_logs.py) and nothing per tick: no run, no line."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from engine.config import Settings
 from engine.github import GitHubClient
 from engine.triggers import find_mention, has_raw_html
-from tests.wrapper.reviewbench import REPO, Bench
+from tests.wrapper.reviewbench import BIN, REPO, Bench
 from tests.wrapper.test_mention_wrapper import (  # noqa: F401
     BOT_ID,
     HANDLE,
@@ -23,9 +24,10 @@ from tests.wrapper.test_mention_wrapper import (  # noqa: F401
     mention_config,
     run,
 )
+from tests.wrapper.test_ping_containment import ALLOW, HOSTILE, linked, not_allowed
 from wrapper.authorloop.threads import reply
 from wrapper.config import KdevConfig
-from wrapper.errors import KdevError, LedgerError, Outcome
+from wrapper.errors import ConfigError, KdevError, LedgerError, Outcome
 from wrapper.ledger.ledger import Ledger
 from wrapper.post import post_gated
 
@@ -107,13 +109,23 @@ PATHS = ("review", "describe", "reply-inline", "reply-issue")
 SECRET = "sk-canary-5a5a5a5a5a5a5a5a"
 
 
-def _post_on(bench: Bench, path: str, hostile: str, environ: dict[str, str]) -> None:  # noqa: F811
+def _post_on(
+    bench: Bench,  # noqa: F811
+    path: str,
+    hostile: str,
+    environ: dict[str, str],
+    **extra: Any,
+) -> None:
     """Makes kdev post ``hostile`` (as reviewer output, or as reply text) on one path."""
     script = bench.root / "hostile.txt"
     script.write_text(hostile + "\nVERDICT: REQUEST_CHANGES\n")
     reviewer = {"backend": "command", "argv": ["sh", "-c", f"cat >/dev/null; cat {script}"]}
     config = mention_config(
-        bench, reviewer=reviewer, notify=[{"type": "github-comment"}], secret_env=["LEAKY"]
+        bench,
+        reviewer=reviewer,
+        notify=[{"type": "github-comment"}],
+        secret_env=["LEAKY"],
+        **extra,
     )
     pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
     if path in ("review", "describe"):
@@ -141,6 +153,60 @@ def test_a_hostile_body_is_neutralised_on_every_posting_path(
     assert "#12" not in mine.body and "octo/other#3" not in mine.body
     assert "```\n@kdev in a fence <i>\n```" in mine.body  # code is left as it is
     assert mine.id in bench.ledger().posted_comment_ids(REPO)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_body_pings_only_the_configured_recipients_on_every_posting_path(
+    bench: Bench,  # noqa: F811
+    path: str,
+) -> None:
+    """Issue 24: the reviewer's (or the reply's) mentions and references, hidden or not,
+    are posted neutral; the names of mention_allow stay live."""
+    _post_on(bench, path, HOSTILE, {}, mention_allow=list(ALLOW))
+    [mine] = [c for c in bench.sim.comments(REPO) if c.user.id == BOT_ID]
+    assert not_allowed(linked(mine.body)) == []
+    assert {"@alice", "@octo/reviewers"} <= {name.lower() for name in linked(mine.body)}
+    assert "@&#8203;victim" in mine.body and "GH-&#8203;34" in mine.body
+
+
+def test_an_operator_reply_pings_whom_it_names(
+    bench: Bench,  # noqa: F811
+    client: GitHubClient,
+) -> None:
+    """``kdev reply --mention carol``: the operator's chosen recipient is pinged, every
+    other name of the text is not; kdev's own handle or a bad name is refused."""
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9))
+    config = mention_config(bench)
+    text = "@carol please look; the reviewer said @dave and #3"
+    result = reply(
+        client, config, {}, REPO, pr.number, asked.id, text, bench.ledger(), mention=["carol"]
+    )
+    body = bench.sim.get_comment(REPO, result.id).body
+    assert "@carol please" in body and "@&#8203;dave" in body and "#&#8203;3" in body
+    for bad in (HANDLE, "@carol", "a/b/c"):
+        with pytest.raises(ConfigError) as caught:
+            reply(client, config, {}, REPO, pr.number, asked.id, "x", bench.ledger(), [bad])
+        assert caught.value.reason == "invalid_mention_name"
+    assert len(bench.sim.requests_to(r"/comments$", "POST")) == 1
+
+
+def test_kdev_reply_mention_on_the_command_line(bench: Bench) -> None:  # noqa: F811
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9))
+    env = bench.kdev_env(mention_config(bench))
+    argv = [str(BIN / "kdev"), "reply", "--repo", REPO, "--pr", str(pr.number),
+            "--comment-id", str(asked.id), "@carol and @dave, see"]  # fmt: skip
+    done = subprocess.run(
+        [*argv, "--mention", "carol"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    [mine] = [c for c in bench.sim.comments(REPO) if c.id != asked.id]
+    assert "@carol and @&#8203;dave" in mine.body
+    refused = subprocess.run(
+        [*argv, "--mention", HANDLE], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2 and refused.stderr.strip().endswith("[invalid_mention_name]")
 
 
 @pytest.mark.parametrize("path", PATHS)

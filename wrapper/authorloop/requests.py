@@ -31,6 +31,7 @@ from wrapper.config import KdevConfig, ReviewBot
 from wrapper.errors import ConfigError
 from wrapper.gh import post_issue_comment
 from wrapper.ledger.ledger import Ledger
+from wrapper.neutralise import mentions_in
 from wrapper.post import post_gated
 
 NO_REVIEW_BOT = "no_review_bot"
@@ -159,6 +160,7 @@ def request_reviews(
             triggers[item.bot],
             f"review-request:{item.bot}",
             send,
+            mention=mentions_in(triggers[item.bot]),  # the configured trigger pings its bot
         )
         done.append(BotRequest(item.bot, "requested", "", int(created["id"])))
     return done

@@ -19,10 +19,11 @@ its own comments).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import InvalidInput
 from engine.github import NOT_FOUND, GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError
@@ -37,6 +38,7 @@ COMMENT_NOT_FOUND = "comment_not_found"
 COMMENT_NOT_ON_PR = "comment_not_on_pr"
 REVIEW_SUMMARY_NO_REPLY = "review_summary_no_reply"
 REPLY_FAILED = "reply_failed"
+INVALID_MENTION_NAME = "invalid_mention_name"
 RESOLVE_FAILED = "resolve_failed"
 REOPEN_FAILED = "reopen_failed"
 HIDE_FAILED = "hide_failed"
@@ -170,8 +172,13 @@ def reply(
     comment_id: int,
     text: str,
     ledger: Ledger,
+    mention: Collection[str] = (),
 ) -> ReplyResult:
     """Reply to comment ``comment_id`` of ``repo`` #``pr`` with ``text``.
+
+    Like every posted body, ``text`` pings nobody but the names of ``mention_allow`` and
+    of ``mention`` (the operator's ``kdev reply --mention``; a bad name or kdev's own
+    handle is ``invalid_mention_name``).
 
     An inline (review) comment gets a threaded reply; an issue-level comment a new PR
     comment quoting the id; a review summary is refused (``review_summary_no_reply``).
@@ -179,13 +186,16 @@ def reply(
     """
     if not text.strip():
         raise ConfigError("the reply text is empty", "invalid_reply")
+    _check_mentions(config, mention)
     inline = _find(github, repo, comment_id, "diff")
     if inline is not None:
         if not _belongs_to(inline, pr, "pull_request_url"):
             raise KdevError(f"comment {comment_id} is not on {repo} #{pr}", COMMENT_NOT_ON_PR)
         path = f"repos/{repo}/pulls/{pr}/comments/{comment_id}/replies"
         what = f"cannot reply to comment {comment_id}"
-        return _gated(github, ledger, config, environ, repo, pr, text, "inline", path, what)
+        return _gated(
+            github, ledger, config, environ, repo, pr, text, "inline", path, what, mention
+        )
     issue = _find(github, repo, comment_id, "issue")
     if issue is not None:
         if not _belongs_to(issue, pr, "issue_url"):
@@ -193,8 +203,9 @@ def reply(
         user = (issue.get("user") or {}).get("login") or "ghost"
         quoted = f"> Re: comment {comment_id} by {user}\n\n{text}"
         path = f"repos/{repo}/issues/{pr}/comments"
+        what = "cannot post reply"
         return _gated(
-            github, ledger, config, environ, repo, pr, quoted, "issue", path, "cannot post reply"
+            github, ledger, config, environ, repo, pr, quoted, "issue", path, what, mention
         )
     if _is_review(github, repo, pr, comment_id):
         raise KdevError(
@@ -203,6 +214,22 @@ def reply(
             REVIEW_SUMMARY_NO_REPLY,
         )
     raise KdevError(f"no comment {comment_id} on {repo} #{pr}", COMMENT_NOT_FOUND)
+
+
+def _check_mentions(config: KdevConfig, mention: Collection[str]) -> None:
+    from engine.triggers import validate_mention_name
+
+    own = (config.mention_handle or "").lower()
+    for name in mention:
+        try:
+            validate_mention_name(name)
+        except InvalidInput as exc:
+            raise ConfigError(exc.message, INVALID_MENTION_NAME) from None
+        if name.lower() == own:
+            raise ConfigError(
+                f"--mention {name}: kdev never mentions itself (mention_handle)",
+                INVALID_MENTION_NAME,
+            )
 
 
 def _find(github: GitHubClient, repo: str, comment_id: int, kind: str) -> dict[str, Any] | None:
@@ -235,6 +262,7 @@ def _gated(
     kind: str,
     path: str,
     what: str,
+    mention: Collection[str] = (),
 ) -> ReplyResult:
     """Posts ``raw`` to ``path`` through the one comment gate (prepared, secret canary,
     id recorded in the ledger)."""
@@ -246,8 +274,9 @@ def _gated(
             raise _github_error(what, exc, REPLY_FAILED) from None
 
     created = post_gated(
-        ledger, config, environ, repo, pr, raw, f"reply-{kind}", send, REPLY_FAILED
-    )
+        ledger, config, environ, repo, pr, raw, f"reply-{kind}", send, REPLY_FAILED,
+        mention=mention,
+    )  # fmt: skip
     return ReplyResult(
         kind, created["id"], str(created.get("node_id") or ""), str(created.get("html_url") or "")
     )

@@ -102,6 +102,9 @@ def reply_cmd(
     comment_id: int = typer.Option(..., "--comment-id", help="The comment answered."),
     reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    mention: list[str] = typer.Option(
+        [], "--mention", help="A login or org/team the reply may ping (repeatable)."
+    ),
 ) -> None:
     """Reply to an inline comment (threaded) or an issue-level comment (quoting its id)."""
     from wrapper.authorloop.threads import reply
@@ -110,7 +113,9 @@ def reply_cmd(
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
         with open_github() as client:
-            result = reply(client, config, kdev_environ(), repo, pr, comment_id, text, ledger)
+            result = reply(
+                client, config, kdev_environ(), repo, pr, comment_id, text, ledger, mention
+            )
         if as_json:
             typer.echo(json.dumps(result.to_json()))
         else:
