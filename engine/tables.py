@@ -39,7 +39,8 @@ def _cells(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[list[s
     """Header and rows as the text shown: upper-case header, ``-`` for None, terminal-safe."""
     shown = [[terminal_safe(h.upper()) for h in headers]]
     shown += [[terminal_safe("-" if cell is None else str(cell)) for cell in row] for row in rows]
-    return shown
+    width = max(len(line) for line in shown)
+    return [line + [""] * (width - len(line)) for line in shown]  # rich pads short rows too
 
 
 def _prose_widths(columns: list[list[str]], terminal: int) -> dict[int, int]:

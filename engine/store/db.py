@@ -77,9 +77,9 @@ def _prepare_sqlite_file(path: Path, *, create_parent: bool) -> None:
                 f"cannot create database folder {path.parent}: {exc.strerror}",
                 "database_unwritable",
             ) from None
-    if path.exists() or not path.parent.is_dir():
-        return  # a missing folder is SQLite's "unable to open" error, as before
     try:
+        if path.exists() or not path.parent.is_dir():
+            return  # a missing folder is SQLite's "unable to open" error, as before
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SQLITE_FILE_MODE))
     except FileExistsError:
         pass  # another process created it first

@@ -51,3 +51,14 @@ def test_an_existing_database_keeps_its_mode(tmp_path: Path) -> None:
                           timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert mode(database) == 0o640
+
+
+def test_a_database_file_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
+    database = tmp_path / ("x" * 300 + ".db")  # longer than a file name may be
+    env = {**os.environ, "LI_DATABASE_URL": f"sqlite:///{database}"}
+    done = subprocess.run([LI, "db", "upgrade"], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode != 0
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: cannot create database ") and "too long" in line
+    assert line.endswith("[database_unwritable]")

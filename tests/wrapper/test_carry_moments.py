@@ -63,8 +63,7 @@ def test_a_fire_at_the_reviewed_head_says_it_was_already_reviewed(bench: Bench) 
     bench.review(pr.number)
     again = bench.review(pr.number)  # a label or auto-merge event: the head did not move
     assert again.outcome is Outcome.CARRIED_FORWARD
-    assert again.detail.startswith(f"already reviewed at this head {reviewed_head}")
-    assert "same diff as" not in again.detail
+    assert again.detail.split("; ")[0] == "already reviewed at this head"
     bench.sim.force_push(REPO, pr.number, {"a.py": "x = 1\n"})
     moved = bench.review(pr.number)
     assert moved.detail.startswith(f"same diff as {reviewed_head}")

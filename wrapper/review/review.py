@@ -84,7 +84,7 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
 
 def _carried_why(reviewed_head: str, head: str) -> str:
     if reviewed_head == head:
-        return f"already reviewed at this head {head}"
+        return "already reviewed at this head"
     return f"same diff as {reviewed_head}"
 
 
