@@ -187,5 +187,6 @@ def write_starter(host: Host, *, force: bool = False) -> list[Path]:
             with path.open("w" if force else "x", encoding="utf-8") as handle:
                 handle.write(text)
     except OSError as exc:
-        raise ConfigError(f"cannot write {exc.filename}: {exc.strerror}", "init_write_failed") from exc
+        message = f"cannot write {exc.filename}: {exc.strerror}"
+        raise ConfigError(message, "init_write_failed") from exc
     return list(targets)

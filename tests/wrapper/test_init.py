@@ -81,7 +81,8 @@ def test_the_units_name_this_install_the_user_and_the_directory(tmp_path: Path) 
         assert service["NoNewPrivileges"] == "yes" and service["ProtectSystem"] == "strict"
         documentation = parsed["Unit"]["Documentation"]
         assert Path(documentation.removeprefix("file://")).is_file(), documentation
-    sweep = shlex.split(unit(tmp_path / "systemd" / "kdev-pr-sweep.service")["Service"]["ExecStart"])
+    sweep_unit = unit(tmp_path / "systemd" / "kdev-pr-sweep.service")
+    sweep = shlex.split(sweep_unit["Service"]["ExecStart"])
     assert sweep[sweep.index("--repos-config") + 1] == str(tmp_path / "repos.yaml")
 
 
@@ -123,6 +124,15 @@ def test_bad_arguments_fail_closed_before_writing(
     result = kdev("init", *args, cwd=tmp_path)
     assert result.returncode == 2 and result.stderr.strip().endswith(f"[{reason}]"), result
     assert written(tmp_path) == []
+
+
+def test_a_directory_that_cannot_be_made_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file, not a directory\n")
+    result = kdev("init", "--dir", "taken/site", cwd=tmp_path)
+    assert result.returncode == 2, result
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: cannot write ") and line.endswith("[init_write_failed]")
+    assert written(tmp_path) == ["taken"]
 
 
 def test_an_interpreter_without_li_and_kdev_is_refused(tmp_path: Path) -> None:
