@@ -47,6 +47,7 @@ def test_init_writes_files_that_validate(tmp_path: Path) -> None:
         str(out / name) for name in SOURCES
     ]
     assert "next:" in result.stdout and "li schedule apply" in result.stdout
+    assert ("PrivateTmp=yes hides" in result.stdout) == tmp_path.is_relative_to("/tmp")
     checked = kdev("config", "validate", "--repos-config", str(out / "repos.yaml"), cwd=tmp_path,
                    KDEV_CONFIG=str(out / "kdev.yaml"))  # fmt: skip
     assert checked.returncode == 0 and checked.stdout.strip() == "configuration ok", checked

@@ -34,6 +34,9 @@ def init_cmd(
         for path in write_starter(host, force=force):
             echo(f"wrote {path}")
         here = host.directory
+        if any(here.is_relative_to(tmp) for tmp in (Path("/tmp"), Path("/var/tmp"))):
+            echo(f"warning: {here} is under a temporary directory, which the units'")
+            echo("  PrivateTmp=yes hides from the service: use another --dir for a service")
         q = shlex.quote
         echo("next:")
         echo(f"  KDEV_CONFIG={q(str(here / 'kdev.yaml'))} kdev config validate")
