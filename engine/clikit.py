@@ -64,7 +64,7 @@ class OneLineErrorsTyper(typer.Typer):
         command = typer.main.get_command(self)
         kwargs["standalone_mode"] = False
         try:
-            return command.main(*args, **kwargs)
+            result = command.main(*args, **kwargs)
         except typer.TyperException as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":  # bare group: help, exit 2
                 getattr(exc, "show", lambda: None)()
@@ -79,6 +79,12 @@ class OneLineErrorsTyper(typer.Typer):
             sys.exit(1)
         except typer.Exit as exc:
             sys.exit(exc.exit_code)
+        # Outside standalone mode click returns an Exit's code instead of raising it (with
+        # click 8.5 and typer 0.29 a command's typer.Exit arrives so): exit with it, or
+        # every error of the console scripts would exit 0.
+        if isinstance(result, int) and not isinstance(result, bool) and result != 0:
+            sys.exit(result)
+        return result
 
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=`` and is
