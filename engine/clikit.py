@@ -123,7 +123,10 @@ class PlainOption(TyperOption):
 
 
 def plain_options(params: list[Any]) -> None:
-    """Make the single-valued bool and enum options of ``params`` :class:`PlainOption`."""
+    """Make the single-valued bool and enum options of ``params`` :class:`PlainOption`.
+
+    typer builds the option objects itself (no class can be passed to ``typer.Option``),
+    so their class is switched in place; it changes only how a value is coerced."""
     for param in params:
         annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
         if (
