@@ -24,6 +24,7 @@ from bench import (
     poll,
     retention,
     sandbox,
+    startup,
     verdicts,
 )
 
@@ -37,6 +38,7 @@ FULL: dict[str, Any] = {
     "sandbox_runs": 50,
     "decision_trials": 7,
     "fastpath_runs": 15,
+    "startup_runs": 15,
     "ledger_legs": (1_000, 100_000),
     "health_small": (100, 100_000),
     "health_large": (500, 1_000_000),
@@ -57,6 +59,7 @@ QUICK: dict[str, Any] = {
     "sandbox_runs": 15,
     "decision_trials": 3,
     "fastpath_runs": 5,
+    "startup_runs": 5,
     "ledger_legs": (1_000, 20_000),
     "health_small": (100, 20_000),
     "health_large": (200, 100_000),
@@ -76,6 +79,7 @@ BENCHMARKS = (
     "decisions",
     "health",
     "fastpath",
+    "startup",
     "ledger",
     "retention",
     "verdicts",
@@ -197,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             _emit([*bounds.report(bounds.measure(workdir)), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
+        if "startup" in chosen:
+            _emit([*startup.report(startup.measure(int(sizes["startup_runs"]), workdir)), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

@@ -1,4 +1,7 @@
-"""``python -m ghsim --port N [--state-dir DIR]``: serve until SIGINT/SIGTERM.
+"""``ghsim --port N [--state-dir DIR]``: serve until SIGINT/SIGTERM.
+
+``ghsim`` is the wheel's console script (``ghsim.__main__:main``), so a pipx install,
+whose Python is out of reach, can start it; ``python -m ghsim`` is the same program.
 
 The first stdout line is the base URL. Tokens come from the environment variable named
 by ``--token-env`` (default ``GHSIM_TOKENS``, comma-separated), never from argv.
@@ -17,7 +20,7 @@ from ghsim.sim import GitHubSim
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m ghsim", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ghsim", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--state-dir", default=None, help="bare repos live here (kept)")

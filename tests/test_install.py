@@ -145,12 +145,53 @@ def rpc(url: str, method: str, *args: Any, **kwargs: Any) -> Any:
         return json.loads(response.read())["result"]
 
 
+def test_kdev_init_from_the_wheel_writes_starter_files_that_validate(
+    installed: Installed,
+) -> None:
+    """The examples, the units and their Documentation= file are package data (D75)."""
+    site = installed.work / "site"
+    wrote = installed.run("kdev", "init", "--dir", str(site), "--repo", REPO).stdout
+    names = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
+    assert names == sorted(
+        ["kdev.yaml", "schedules.yaml", "repos.yaml"]
+        + [f"systemd/{n}" for n in ("li-engine.service", "kdev-pr-sweep.service")]
+        + ["systemd/kdev-pr-sweep.timer"]
+    ), wrote
+    env = {**installed.env, "KDEV_CONFIG": str(site / "kdev.yaml")}
+    checked = subprocess.run(
+        ["kdev", "config", "validate", "--repos-config", str(site / "repos.yaml")],
+        cwd=installed.work, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0 and checked.stdout.strip() == "configuration ok", checked
+    installed.run("li", "db", "upgrade")
+    plan = subprocess.run(
+        ["li", "schedule", "apply", str(site / "schedules.yaml"), "--dry-run"],
+        cwd=installed.work, env={**installed.env, "LI_COMMAND_ALLOWLIST": "kdev"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert plan.returncode == 0 and "error" not in plan.stderr.lower(), plan.stderr
+    assert "CREATE    review-prs" in plan.stdout and "CREATE    pr-sweep" in plan.stdout
+    for unit in ("li-engine.service", "kdev-pr-sweep.service"):
+        lines = (site / "systemd" / unit).read_text().splitlines()
+        (start,) = [line for line in lines if line.startswith("ExecStart=")]
+        assert start.startswith(f"ExecStart={installed.bin}/"), start
+        (doc,) = [line for line in lines if line.startswith("Documentation=file://")]
+        readme = Path(doc.removeprefix("Documentation=file://"))
+        assert readme.is_file() and readme.is_relative_to(installed.venv), doc
+    again = installed.run("kdev", "init", "--dir", str(site), check=False)
+    assert again.returncode == 2 and again.stderr.strip().endswith("[init_target_exists]")
+    starter = readme.parent
+    for name in ("schedules.example.yaml", "repos.example.yaml", "kdev.yaml", "Containerfile"):
+        assert (starter / name).read_bytes() == (ROOT / "wrapper" / "starter" / name).read_bytes()
+    assert "--state-dir" in installed.run("ghsim", "--help").stdout
+
+
 @pytest.fixture
 def installed_sim(installed: Installed) -> Iterator[tuple[str, Path]]:
-    """``python -m ghsim`` from the installed wheel, in its own process."""
+    """The installed wheel's ``ghsim`` console script, in its own process."""
     state = installed.work / "github"
     process = subprocess.Popen(
-        [str(installed.bin / "python"), "-m", "ghsim", "--port", "0"]
+        [str(installed.bin / "ghsim"), "--port", "0"]
         + ["--state-dir", str(state), "--repo", REPO],
         cwd=installed.work,
         env={**installed.env, "GHSIM_TOKENS": TOKEN},

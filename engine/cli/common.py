@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import typer
 from sqlalchemy import Engine as SAEngine
 
+from engine.cli.options import EXIT_RUN_NOT_SUCCEEDED as EXIT_RUN_NOT_SUCCEEDED
+from engine.cli.options import GLOBAL_OPTIONS as GLOBAL_OPTIONS
 from engine.clikit import guarded as clikit_guarded
 from engine.config import Settings
 from engine.durations import format_duration
@@ -25,20 +26,7 @@ from engine.store.store import Store
 from engine.tables import print_table
 from engine.timefmt import iso_utc_or_none
 
-EXIT_RUN_NOT_SUCCEEDED = 7
-
 T = TypeVar("T")
-
-
-@dataclass
-class GlobalOptions:
-    """What the root callback was given, for verbs whose defaults depend on it."""
-
-    log_level_given: bool = False
-
-
-GLOBAL_OPTIONS = GlobalOptions()
-
 
 _opened: list[SAEngine] = []
 

@@ -5,8 +5,9 @@ second process, also uid 65534 (the attacker: a reviewer of the same uid), tries
 ``/proc/<li>/environ``, ``mem``, ``auxv``, ``maps`` and ``fd``. The tests run as root,
 which reads any ``/proc``, so both sides drop to 65534 with ``setpriv``. The venv's
 interpreter lives under ``/root`` (mode 0700), so each uid-65534 process starts in a
-mount namespace of its own where a tmpfs over ``/root`` exposes just ``/root/.pyenv``
-(``unshare --mount``: the same pid, the same interpreter, the real console script).
+mount namespace of its own where a tmpfs over ``/root`` exposes just the interpreter's
+home, ``sys.base_prefix`` (``unshare --mount``: the same pid, the same interpreter, the
+real console script).
 """
 
 from __future__ import annotations
