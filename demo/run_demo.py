@@ -2,13 +2,14 @@
 
 A simulated GitHub (ghsim) on loopback with real bare git repositories, a local
 checkout, SQLite, the `li` engine and `kdev review-pr` with a deterministic stub
-reviewer. Everything lives in a temporary directory (or DEMO_DIR) and is printed.
+reviewer. Everything it makes (li.db, the ledger under reviews/, kdev.yaml, the
+notifications, the simulated GitHub's repositories) is kept in ``$DEMO_DIR`` when set,
+else in a new temporary directory; its path is printed first and last.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,9 +88,9 @@ def step(title: str) -> None:
 
 def main() -> int:
     started = time.monotonic()
-    root = Path(os.environ.get("DEMO_DIR") or tempfile.mkdtemp(prefix="li-demo-"))
+    root = Path(os.environ.get("DEMO_DIR") or tempfile.mkdtemp(prefix="li-demo-")).absolute()
     root.mkdir(parents=True, exist_ok=True)
-    keep = bool(os.environ.get("DEMO_DIR"))
+    print(f"demo files in {root}", flush=True)
     sim = GitHubSim(root / "github")
     sim.start()
     try:
@@ -176,14 +177,12 @@ def main() -> int:
             step(f"kdev explain --repo {REPO} --pr {pr}  ({why})")
             print(run("kdev", "explain", "--repo", REPO, "--pr", str(pr), env=env).rstrip())
         print(
-            f"\ndemo finished in {time.monotonic() - started:.1f} s; files in {root}"
-            + ("" if keep else " (removed)")
+            f"\ndemo finished in {time.monotonic() - started:.1f} s; its files are kept in"
+            f" {root} (li.db, reviews/, notifications.jsonl); remove them with: rm -rf {root}"
         )
         return 0
     finally:
         sim.stop()
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        metavar="",  # a flag takes no value; typer would show <bool>
+        help="Print the version and exit.",
     ),
     log_format: LogFormat = typer.Option(
         LogFormat.TEXT, "--log-format", help="text, or json: one object a line on stderr."

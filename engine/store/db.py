@@ -1,11 +1,14 @@
 """Database engine factory and schema migrations (alembic, run programmatically).
 
 SQLite (the default) gets WAL and a busy timeout; PostgreSQL goes through psycopg 3.
+A SQLite file li creates is 0600 (its folder 0700): it holds the output tails of runs.
+SQLite gives the -wal, -shm and -journal files the mode of the database file.
 Errors from the driver are translated into :class:`engine.errors.DatabaseError`.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,8 @@ from engine.errors import DatabaseError, InvalidInput
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+SQLITE_FILE_MODE = 0o600
+SQLITE_DIR_MODE = 0o700
 
 
 def is_sqlite(url: str) -> bool:
@@ -57,6 +62,33 @@ def _on_sqlite_begin(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _prepare_sqlite_file(path: Path, *, create_parent: bool) -> None:
+    """Create a missing database file (and with ``create_parent`` its folder) owner-only.
+
+    An empty file is a valid empty SQLite database; creating it here, not in SQLite
+    (which uses 0644), is what makes the file and its -wal/-shm siblings 0600.
+    An existing file keeps the mode its operator gave it.
+    """
+    if create_parent:
+        try:
+            path.parent.mkdir(mode=SQLITE_DIR_MODE, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseError(
+                f"cannot create database folder {path.parent}: {exc.strerror}",
+                "database_unwritable",
+            ) from None
+    try:
+        if path.exists() or not path.parent.is_dir():
+            return  # a missing folder is SQLite's "unable to open" error, as before
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SQLITE_FILE_MODE))
+    except FileExistsError:
+        pass  # another process created it first
+    except OSError as exc:
+        raise DatabaseError(
+            f"cannot create database {path}: {exc.strerror}", "database_unwritable"
+        ) from None
+
+
 def make_engine(url: str, *, create_parent: bool = False) -> Engine:
     """Create an Engine for ``url``; with ``create_parent`` make a SQLite file's folder."""
     try:
@@ -66,14 +98,8 @@ def make_engine(url: str, *, create_parent: bool = False) -> Engine:
             f"LI_DATABASE_URL is not a database URL: {url!r}", "invalid_database_url"
         ) from None
     path = sqlite_path(url)
-    if path is not None and create_parent:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DatabaseError(
-                f"cannot create database folder {path.parent}: {exc.strerror}",
-                "database_unwritable",
-            ) from None
+    if path is not None:
+        _prepare_sqlite_file(path, create_parent=create_parent)
     if is_sqlite(url):
         engine = create_engine(
             parsed,

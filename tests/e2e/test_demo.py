@@ -16,7 +16,7 @@ def test_the_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
         env={
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
             "HOME": str(tmp_path),
-            "DEMO_DIR": str(tmp_path / "demo"),
+            "TMPDIR": str(tmp_path),  # no DEMO_DIR: a temporary directory, kept
         },
         capture_output=True,
         text=True,
@@ -31,3 +31,9 @@ def test_the_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
     # It ends with kdev explain for the fork PR and the carried-forward PR.
     assert "not reviewed: excluded by same_repo_only (fork)" in out
     assert "reviewed APPROVE carried forward" in out
+    # Issue 25: the files are kept (they were deleted), and the last line says where.
+    first, last = out.splitlines()[0], out.splitlines()[-1]
+    [kept] = [p for p in tmp_path.iterdir() if p.name.startswith("li-demo-")]
+    assert first == f"demo files in {kept}"
+    assert f"its files are kept in {kept} " in last and f"rm -rf {kept}" in last
+    assert (kept / "li.db").is_file() and any((kept / "reviews").rglob("patch-*.md"))

@@ -840,6 +840,7 @@ def test_the_ledger_lists_reviewed_carried_and_deferred_heads(ledger: Ledger) ->
         "reviewed_at": "2025-03-01T12:00:00Z",
         "kind": "reviewed",
         "carried_from": None,
+        "carried_at": None,
         "deferred": None,
     }
     assert [r.repo for r in ledger.list_ledger()] == ["acme/other"] + [REPO] * 4

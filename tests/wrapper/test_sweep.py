@@ -7,6 +7,7 @@ a real li database written by the real ``li`` command for the health section.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -252,6 +253,23 @@ def test_a_dry_run_reports_what_it_would_update_and_changes_nothing(bench: Bench
     bench.sim.sync(REPO)
     assert bench.sim.pull(REPO, number).head_sha == head
     assert len(bench.notes()) == notes_before and not report.digest_sent
+
+
+def test_a_dry_run_logs_would_update_not_updating(
+    bench: Bench, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 25: the dry run's log said "updating" for a branch it left alone."""
+    approved_pr(bench, "feature", {"a.py": "x = 1\n"})
+    bench.sim.commit_to_base(REPO, {"b.py": "y = 2\n"})
+    with caplog.at_level(logging.INFO, logger="kdev"):
+        sweep(bench, dry_run=True)
+    [line] = [r.getMessage() for r in caplog.records if " behind " in r.getMessage()]
+    assert line.endswith(": would update (dry run)") and "updating" not in line
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="kdev"):
+        sweep(bench)
+    [line] = [r.getMessage() for r in caplog.records if " behind " in r.getMessage()]
+    assert line.endswith(": updating")
 
 
 def test_a_clean_draft_behind_its_base_is_updated_like_any_other_pr(bench: Bench) -> None:

@@ -34,7 +34,7 @@ def watch_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event."),
 ) -> None:
     """Print one line per CI result and new comment until the PR closes or time runs out
-    (then the unsettled summary and exit 9)."""
+    (then the unsettled summary and exit 16)."""
     from wrapper.authorloop.watch import PrWatch, WatchEvent
 
     def emit(event: WatchEvent) -> None:

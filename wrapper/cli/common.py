@@ -64,7 +64,12 @@ def _version(value: bool) -> None:
 
 def main(
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        metavar="",  # a flag takes no value; typer would show <bool>
+        help="Print the version and exit.",
     ),
     config: Path | None = typer.Option(
         None, "--config", help="The kdev.yaml to use (default: $KDEV_CONFIG)."

@@ -128,16 +128,20 @@ def find_secrets(text: str, secrets: Iterable[str]) -> bool:
 # --- pure: JSON shapes -------------------------------------------------------------------
 
 
-def index_to_json(index: dict[str, IndexEntry]) -> str:
-    data = {
-        head: {
-            "patch_id": entry.patch_id,
-            "verdict": entry.verdict,
-            "reviewed_at": format_timestamp(entry.reviewed_at),
-            "carried_from": entry.carried_from,
-        }
-        for head, entry in index.items()
+def _entry_to_json(entry: IndexEntry) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "patch_id": entry.patch_id,
+        "verdict": entry.verdict,
+        "reviewed_at": format_timestamp(entry.reviewed_at),
+        "carried_from": entry.carried_from,
     }
+    if entry.carried_at is not None:  # absent in the entries of an older kdev
+        data["carried_at"] = format_timestamp(entry.carried_at)
+    return data
+
+
+def index_to_json(index: dict[str, IndexEntry]) -> str:
+    data = {head: _entry_to_json(entry) for head, entry in index.items()}
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -161,11 +165,15 @@ def index_from_json(text: str) -> dict[str, IndexEntry]:
             raise ValueError(f"entry {head}: carried_from is malformed")
         if not isinstance(reviewed_at, str):
             raise ValueError(f"entry {head}: reviewed_at is missing")
+        carried_at = raw.get("carried_at")
+        if carried_at is not None and not isinstance(carried_at, str):
+            raise ValueError(f"entry {head}: carried_at is malformed")
         index[head] = IndexEntry(
             patch_id=patch_id,
             verdict=verdict,
             reviewed_at=parse_timestamp(reviewed_at),
             carried_from=carried_from,
+            carried_at=None if carried_at is None else parse_timestamp(carried_at),
         )
     return index
 

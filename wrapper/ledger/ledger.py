@@ -204,6 +204,8 @@ class Ledger(LegLog, DeferredMarkers, PostedComments):
             raise LedgerError(f"verdict {entry.verdict!r} is unknown", "invalid_record")
         try:
             format_timestamp(entry.reviewed_at)
+            if entry.carried_at is not None:
+                format_timestamp(entry.carried_at)
         except ValueError as exc:
             raise LedgerError(f"index entry: {exc}", "invalid_record") from None
         directory = self.pr_dir(repo, pr)

@@ -3,7 +3,8 @@
 Rows are ordered by repository, PR, time (``reviewed_at``, or a marker's ``created_at``)
 and head SHA. ``--pr`` opens that one PR directory. A page (``--limit``, ``--cursor``) lists
 the PR directories and reads them in order from the cursor's PR until it is full.
-``--since`` asks the repository's PR index (:mod:`wrapper.ledger.prindex`) which PRs have
+``--since`` keeps a row by the time it was recorded: a carried head's ``carried_at``, else
+the time above. It asks the repository's PR index (:mod:`wrapper.ledger.prindex`) which PRs have
 rows that recent and reads only those. A cursor is the position of the last row of a page,
 opaque to the user.
 """
@@ -62,6 +63,11 @@ def row_moment(row: LedgerRow) -> datetime:
     return row_key(row)[2]
 
 
+def recorded_at(row: LedgerRow) -> datetime:
+    """When the row was written: a carried head's carry, else :func:`row_moment`."""
+    return row.carried_at or row_moment(row)
+
+
 def encode_cursor(key: Key) -> str:
     repo, pr, moment, head = key
     raw = json.dumps([repo, pr, format_timestamp(moment), head], separators=(",", ":"))
@@ -104,6 +110,7 @@ def pr_rows(
             reviewed_at=entry.reviewed_at,
             kind=entry.kind,
             carried_from=entry.carried_from,
+            carried_at=entry.carried_at,
         )
         for head, entry in index.items()
     ]
@@ -135,7 +142,7 @@ class Query:
     after: Key | None = None
 
     def keeps(self, row: LedgerRow) -> bool:
-        if self.since is not None and row_moment(row) < self.since:
+        if self.since is not None and recorded_at(row) < self.since:
             return False
         return self.after is None or row_key(row) > self.after
 

@@ -79,7 +79,8 @@ class PrSummary:
 
     @property
     def newest(self) -> datetime | None:
-        """The newest reviewed_at / created_at of the PR's rows; None if unknown."""
+        """The newest reviewed_at / carried_at / created_at of the PR's rows; None if
+        unknown."""
         text = self.raw["newest"]
         try:
             return None if text is None else parse_timestamp(text)
@@ -161,7 +162,7 @@ def scan_pr(pr: int, directory: str, began_ns: int) -> PrSummary:
         if text is not None:
             index = index_from_json(text)
             rows = len(index)
-            moments += [entry.reviewed_at for entry in index.values()]
+            moments += [entry.carried_at or entry.reviewed_at for entry in index.values()]
     except (ValueError, LedgerError):
         trusted = False  # the listing reads it and reports it, every time
         rows = 1

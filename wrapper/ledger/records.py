@@ -109,6 +109,7 @@ class IndexEntry:
     verdict: str  # APPROVE | REQUEST_CHANGES
     reviewed_at: datetime  # when the verdict was reviewed (for a carried one: originally)
     carried_from: str | None = None  # None: this head was reviewed; else the reviewed head
+    carried_at: datetime | None = None  # when it was carried (None: reviewed, or older kdev)
 
     @property
     def kind(self) -> RowKind:
@@ -164,6 +165,7 @@ class LedgerRow:
     kind: RowKind
     carried_from: str | None = None
     deferred: DeferredMarker | None = None
+    carried_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object for ``kdev verdicts --json``; ``deferred`` is the marker or null."""
@@ -176,5 +178,6 @@ class LedgerRow:
             "reviewed_at": None if self.reviewed_at is None else format_timestamp(self.reviewed_at),
             "kind": self.kind,
             "carried_from": self.carried_from,
+            "carried_at": None if self.carried_at is None else format_timestamp(self.carried_at),
             "deferred": None if self.deferred is None else self.deferred.to_json(),
         }

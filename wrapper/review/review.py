@@ -27,6 +27,7 @@ Every decision returns a :class:`ReviewReport` (exit 0); only a broken wrapper r
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from wrapper.errors import KdevError, Outcome
 from wrapper.git import Git
@@ -56,12 +57,15 @@ log = logging.getLogger("kdev.review")
 
 
 def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> ReviewReport:
-    """Step 3: record that ``req.head_sha`` has the verdict of an identical diff."""
+    """Step 3: record that ``req.head_sha`` has the verdict of an identical diff (or, for
+    a fire whose head did not move - a label, auto-merge - that it was reviewed)."""
+    same_head = record.head_sha == req.head_sha
     entry = IndexEntry(
         patch_id=record.patch_id,
         verdict=record.verdict,
         reviewed_at=record.reviewed_at,
-        carried_from=None if record.head_sha == req.head_sha else record.head_sha,
+        carried_from=None if same_head else record.head_sha,
+        carried_at=None if same_head else _carried_at(ctx, req, record.head_sha),
     )
     ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
     owed = deliver(ctx, req, record)  # a run killed before its step 9
@@ -74,8 +78,23 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
         record.patch_id,
         record.verdict,
         str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
-        "; ".join(filter(None, (f"same diff as {record.head_sha}", owed))),
+        "; ".join(filter(None, (_carried_why(record.head_sha, req.head_sha), owed))),
     )
+
+
+def _carried_why(reviewed_head: str, head: str) -> str:
+    if reviewed_head == head:
+        return "already reviewed at this head"
+    return f"same diff as {reviewed_head}"
+
+
+def _carried_at(ctx: ReviewContext, req: ReviewRequest, reviewed_head: str) -> datetime:
+    """Now, or when this head was first carried from ``reviewed_head`` (a later fire at
+    the same head records the same carry again)."""
+    known = ctx.ledger.read_index(req.repo, req.pr).get(req.head_sha)
+    if known is not None and known.carried_from == reviewed_head and known.carried_at:
+        return known.carried_at
+    return ctx.clock()
 
 
 def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> None:

@@ -105,7 +105,10 @@ def update_all(
             behind = compare(ctx.github, entry.repo, pr.base_ref, pr.head_sha).behind_by
             if not wants_update(pr, index, behind):
                 continue
-            log.info("%s #%s is %d behind %s: updating", entry.repo, pr.number, behind, pr.base_ref)
+            doing = "would update (dry run)" if ctx.dry_run else "updating"
+            log.info(
+                "%s #%s is %d behind %s: %s", entry.repo, pr.number, behind, pr.base_ref, doing
+            )
             outcome = update_branch(ctx, entry, pr)
         except (GitHubError, KdevError) as exc:
             outcome = UpdateResult(
