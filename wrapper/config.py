@@ -476,10 +476,12 @@ def load_config(path: str | None) -> KdevConfig:
     try:
         return KdevConfig.model_validate(data)
     except ValidationError as exc:
+        from engine.api import describe_validation_error
         from engine.triggers import ALLOWLIST_CONFIG_ERROR
 
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        loc = first["loc"][:-1] if first["type"] in ("extra_forbidden", "missing") else first["loc"]
+        where = ".".join(str(part) for part in loc) or "(top level)"
         reason = (
             ALLOWLIST_CONFIG_ERROR
             if first["loc"][:1] == ("mention_allowlist",)
@@ -487,7 +489,7 @@ def load_config(path: str | None) -> KdevConfig:
             if first["type"] in REASON_ERROR_TYPES
             else "invalid_config"
         )
-        message = first["msg"].removeprefix("Value error, ")
+        message = describe_validation_error(first)  # no pydantic prefix (D74)
         raise ConfigError(f"KDEV_CONFIG {path}: {where}: {message}", reason) from None
 
 
