@@ -476,7 +476,6 @@ def load_config(path: str | None) -> KdevConfig:
     try:
         return KdevConfig.model_validate(data)
     except ValidationError as exc:
-        from engine.api import describe_validation_error
         from engine.triggers import ALLOWLIST_CONFIG_ERROR
 
         first = exc.errors()[0]
@@ -489,7 +488,11 @@ def load_config(path: str | None) -> KdevConfig:
             if first["type"] in REASON_ERROR_TYPES
             else "invalid_config"
         )
-        message = describe_validation_error(first)  # no pydantic prefix (D74)
+        message = (  # no pydantic wording (D74)
+            f"unknown key {first['loc'][-1]!r}"
+            if first["type"] == "extra_forbidden"
+            else first["msg"].removeprefix("Value error, ")
+        )
         raise ConfigError(f"KDEV_CONFIG {path}: {where}: {message}", reason) from None
 
 
