@@ -479,8 +479,7 @@ def load_config(path: str | None) -> KdevConfig:
         from engine.triggers import ALLOWLIST_CONFIG_ERROR
 
         first = exc.errors()[0]
-        loc = first["loc"][:-1] if first["type"] in ("extra_forbidden", "missing") else first["loc"]
-        where = ".".join(str(part) for part in loc) or "(top level)"
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
         reason = (
             ALLOWLIST_CONFIG_ERROR
             if first["loc"][:1] == ("mention_allowlist",)

@@ -118,9 +118,12 @@ def _model_at(model: type[BaseModel], data: Any, loc: tuple[int | str, ...]) -> 
             kind = typing.get_args(kind)[1]
         else:
             return None
-        node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             node = node[part]
+        else:
+            node = None
         kind = _pick(kind, node)
     return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
 
