@@ -239,5 +239,5 @@ def test_no_message_carries_a_pydantic_prefix(tmp_path: Path) -> None:
     (tmp_path / "typo.yaml").write_text("reviwer: {}\n")
     typo = kdev("--config", "typo.yaml", "config", "show", cwd=tmp_path)
     assert typo.stderr.strip() == (
-        "error: KDEV_CONFIG typo.yaml: reviwer: unknown key 'reviwer' [invalid_config]"
+        "error: KDEV_CONFIG typo.yaml: reviwer: unknown key [invalid_config]"
     )
