@@ -480,14 +480,12 @@ def load_config(path: str | None) -> KdevConfig:
 
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        reason = (
-            ALLOWLIST_CONFIG_ERROR
-            if first["loc"][:1] == ("mention_allowlist",)
-            else first["type"]
-            if first["type"] in REASON_ERROR_TYPES
-            else "invalid_config"
-        )
-        message = first["msg"].removeprefix("Value error, ")
+        kind = first["type"]
+        reason = kind if kind in REASON_ERROR_TYPES else "invalid_config"
+        if first["loc"][:1] == ("mention_allowlist",):
+            reason = ALLOWLIST_CONFIG_ERROR
+        said = first["msg"].removeprefix("Value error, ")  # no pydantic wording (D74)
+        message = "unknown key" if kind == "extra_forbidden" else said
         raise ConfigError(f"KDEV_CONFIG {path}: {where}: {message}", reason) from None
 
 

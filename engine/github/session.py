@@ -69,10 +69,11 @@ def redact(text: str, token: str | None) -> str:
 
 # An httpx exception -> its error class and message; the first row that matches wins.
 _TRANSPORT_ERRORS: tuple[tuple[type[httpx.HTTPError], type[GitHubErrorKind], str], ...] = (
+    (httpx.ConnectError, GitHubNetworkError, "cannot reach {host} for {where}: {kind}: {exc}"),
     (
         httpx.TransportError,
         GitHubNetworkError,
-        "no complete answer from GitHub for {where}: {kind}: {exc}",
+        "no complete answer from {host} for {where}: {kind}: {exc}",
     ),
     (httpx.DecodingError, GitHubMalformedPayload, "{where}: undecodable body: {exc}"),
     (httpx.HTTPError, GitHubHttpError, "{where}: {kind}: {exc}"),
@@ -378,7 +379,8 @@ class GitHubSession:
     def _transport_error(self, exc: httpx.HTTPError, where: str) -> GitHubError:
         for caught, kind, template in _TRANSPORT_ERRORS:
             if isinstance(exc, caught):
-                said = template.format(where=where, kind=type(exc).__name__, exc=exc)
+                host = self._host_port()
+                said = template.format(where=where, host=host, kind=type(exc).__name__, exc=exc)
                 return self.error(kind, said)
         raise AssertionError("httpx.HTTPError is the table's last row")  # pragma: no cover
 
@@ -441,6 +443,13 @@ class GitHubSession:
                 response.status_code,
             )
         return url
+
+    def _host_port(self) -> str:
+        """``host:port`` of the API (the only origin a request goes to), the port always
+        shown, default or not; an IPv6 host in brackets."""
+        scheme, host, port = self._origin
+        shown = f"[{host}]" if ":" in host else host
+        return f"{shown}:{port or (443 if scheme == 'https' else 80)}"
 
     def _where(self, url: str) -> str:
         target = httpx.URL(url)

@@ -184,7 +184,9 @@ def describe_validation_error(error: ErrorDetails) -> str:
     if error["type"] in ("model_type", "dict_type"):
         text = "input should be a mapping"
     else:
-        text = error["msg"][:1].lower() + error["msg"][1:]
+        # Without pydantic's own prefix: a validator's ValueError is the message.
+        said = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        text = said[:1].lower() + said[1:] if said[1:2].islower() else said  # keep "API"
     value = error.get("input")
     if isinstance(value, _SCALAR_TYPES):
         # Shown as YAML/JSON spell it, since that is what the user wrote.

@@ -8,6 +8,7 @@ ends in a terminal run row, whatever goes wrong in between.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
@@ -17,10 +18,12 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import LiError
+from engine.poll.handover import github_environment
 from engine.run.metrics import record_run
 from engine.run.runner import RunOutcome, RunRequest, build_environment, run_action
 from engine.schedules.argv import render_argv
 from engine.schedules.spec import MAX_RETRY_BACKOFF
+from engine.store.enums import TriggerType
 from engine.store.models import RunStatus, ScheduleRun
 from engine.store.store import Claim, FinishedRun, Store
 
@@ -202,6 +205,8 @@ def _attempt(
         passthrough,
         settings.read_environment(passthrough, environ),
     )
+    if claim.trigger_type == TriggerType.GITHUB_POLL:  # the endpoint it polled with (D74)
+        env.update(github_environment(settings, os.environ if environ is None else environ))
     request = RunRequest(
         argv=argv,
         cwd=claim.cwd,

@@ -56,6 +56,7 @@ class Claim:
     next_fire_at: datetime | None
     retry_max_attempts: int = 1
     retry_backoff_seconds: int = 30
+    trigger_type: str = ""  # the schedule's (engine.store.enums.TriggerType)
 
     @classmethod
     def of(cls, row: Schedule, run_id: int, context: dict[str, Any]) -> Claim:
@@ -73,6 +74,7 @@ class Claim:
             next_fire_at=row.next_fire_at,
             retry_max_attempts=row.retry_max_attempts or 1,
             retry_backoff_seconds=row.retry_backoff_seconds or 30,
+            trigger_type=row.trigger_type,
         )
 
 

@@ -49,8 +49,11 @@ def test_init_writes_files_that_validate(tmp_path: Path) -> None:
     assert "next:" in result.stdout and "li schedule apply" in result.stdout
     assert ("PrivateTmp=yes hides" in result.stdout) == tmp_path.is_relative_to("/tmp")
     checked = kdev("config", "validate", "--repos-config", str(out / "repos.yaml"), cwd=tmp_path,
-                   KDEV_CONFIG=str(out / "kdev.yaml"))  # fmt: skip
+                   KDEV_CONFIG=str(out / "kdev.yaml"), OPENAI_API_KEY="sk-test")  # fmt: skip
     assert checked.returncode == 0 and checked.stdout.strip() == "configuration ok", checked
+    # Without the starter reviewer's key in the environment, validate says so (D74).
+    keyless = kdev("config", "validate", cwd=tmp_path, KDEV_CONFIG=str(out / "kdev.yaml"))
+    assert keyless.returncode == 2 and "[reviewer_key_missing]" in keyless.stdout, keyless
     plan = subprocess.run(
         [str(BIN / "li"), "schedule", "apply", str(out / "schedules.yaml"), "--dry-run"],
         cwd=tmp_path,

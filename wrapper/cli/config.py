@@ -22,8 +22,10 @@ def config_validate(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Check kdev.yaml (--config / KDEV_CONFIG) and a repos config: every problem at once,
-    each as FILE:LINE: problem; exit 2 when there is any."""
+    each as FILE:LINE: problem [reason], and that the reviewer's executable and the
+    variables the config names are there; exit 2 when there is any."""
     from wrapper.configcheck import check_configs
+    from wrapper.credentials import kdev_environ
 
     def work() -> None:
         kdev_path = config_path()
@@ -31,7 +33,8 @@ def config_validate(
             raise ConfigError(
                 "nothing to check: give --config, KDEV_CONFIG or --repos-config", "usage_error"
             )
-        problems = check_configs(Path(kdev_path) if kdev_path else None, repos_config)
+        kdev_file = Path(kdev_path) if kdev_path else None
+        problems = check_configs(kdev_file, repos_config, kdev_environ())
         if as_json:
             shown = {"ok": not problems, "problems": [p.to_json() for p in problems]}
             typer.echo(json.dumps(shown))

@@ -275,6 +275,8 @@ class Sandbox:
                 "reviewer_spawn_failed",
             )
 
+    check_visible = _check_visible  # public: kdev config validate checks it too (D74)
+
     def _fallback(
         self,
         executable: str,

@@ -1,0 +1,51 @@
+"""What a ``github_poll`` schedule hands the commands it fires (D74): the GitHub endpoint
+the engine polled with, and the name of the file its token came from.
+
+- ``GITHUB_API_URL``: always, the engine's own setting (from the variable, li's settings
+  or the default ``https://api.github.com``), so a command talking to GitHub talks to
+  the host that reported the event.
+- ``GITHUB_TOKEN_FILE`` or ``CREDENTIALS_DIRECTORY``: the one the engine read its token
+  from (engine.credentials), when neither token variable was set. These name a file;
+  the command reads the token itself.
+
+A token *value* is never added: ``GITHUB_TOKEN`` / ``GH_TOKEN`` reach a command only when
+the schedule or ``LI_ENV_PASSTHROUGH`` lists them. A listed name still wins over a
+handed-over one (:func:`engine.run.runner.build_environment` applies it last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from engine.config import Settings
+from engine.credentials import (
+    CREDENTIAL_NAME,
+    CREDENTIALS_VARIABLE,
+    TOKEN_FILE_VARIABLE,
+    TOKEN_VARIABLES,
+)
+
+API_URL_VARIABLE = "GITHUB_API_URL"
+
+
+def token_source_variable(environ: Mapping[str, str]) -> str | None:
+    """The variable naming the file the token was read from (the order of
+    :func:`engine.credentials.token_from_sources`); None for a token variable or none."""
+    if any(environ.get(name) for name in TOKEN_VARIABLES):
+        return None
+    if environ.get(TOKEN_FILE_VARIABLE):
+        return TOKEN_FILE_VARIABLE
+    credentials = environ.get(CREDENTIALS_VARIABLE)
+    if credentials and (Path(credentials) / CREDENTIAL_NAME).exists():
+        return CREDENTIALS_VARIABLE
+    return None
+
+
+def github_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables a fired ``github_poll`` command gets without being listed."""
+    handed = {API_URL_VARIABLE: settings.github_api_url}
+    source = token_source_variable(environ)
+    if source is not None:
+        handed[source] = environ[source]
+    return handed
