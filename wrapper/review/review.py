@@ -144,6 +144,11 @@ def notify_failure(ctx: ReviewContext, req: ReviewRequest, exc: KdevError) -> No
                 req.repo, req.pr, shown.reason, shown.message, pr_url, req.head_sha
             ),
         )
+    except KdevError as problem:
+        # The notice cannot be routed for the very reason the run failed (an unknown
+        # --notify-to): the run's own one-line error already says it.
+        if problem.reason != exc.reason:
+            log.warning("the %s notice failed: %s", exc.reason, problem.reason)
     except Exception as problem:  # the original error is what the caller must see
         log.warning("the %s notice failed: %s", exc.reason, type(problem).__name__)
     exc.notified = True
