@@ -66,19 +66,21 @@ def add_failing(store: Store, db_url: str, name: str) -> None:
     assert run is not None and run.status == RunStatus.FAILED.value
 
 
-NOW = datetime.now(UTC)
-STATES: dict[str, dict[str, Any]] = {
-    "blind": {"last_poll_at": NOW, "consecutive_auth_failures": 3, "last_http_status": 401},
-    "stale": {
-        "last_poll_at": NOW - timedelta(hours=1),
-        "last_healthy_poll_at": NOW - timedelta(hours=1),
-    },
-    "overdue": {
-        "last_poll_at": NOW,
-        "last_healthy_poll_at": NOW,
-        "poller_consecutive_cap_no_dispatch": 3,
-    },
-}
+def states(now: datetime) -> dict[str, dict[str, Any]]:
+    """Poll states that make each unhealthy state, as of ``now`` (the test's own time: a
+    module-level moment goes stale while a long suite runs before this test)."""
+    return {
+        "blind": {"last_poll_at": now, "consecutive_auth_failures": 3, "last_http_status": 401},
+        "stale": {
+            "last_poll_at": now - timedelta(hours=1),
+            "last_healthy_poll_at": now - timedelta(hours=1),
+        },
+        "overdue": {
+            "last_poll_at": now,
+            "last_healthy_poll_at": now,
+            "poller_consecutive_cap_no_dispatch": 3,
+        },
+    }
 
 
 @pytest.mark.parametrize(
@@ -88,11 +90,12 @@ def test_each_unhealthy_state_exits_with_its_own_code(
     db: Engine, db_url: str, state: str, code: int
 ) -> None:
     store = Store(db)
-    add_poll(store, "fine", last_poll_at=NOW, last_healthy_poll_at=NOW)
+    now = datetime.now(UTC)
+    add_poll(store, "fine", last_poll_at=now, last_healthy_poll_at=now)
     if state == "failing":
         add_failing(store, db_url, state)
     else:
-        add_poll(store, state, **STATES[state])
+        add_poll(store, state, **states(now)[state])
     exit_code, out = li(db_url, "schedule", "health")
     assert exit_code == code, out
     assert f"{state} " in out or f"{state}\n" in out
