@@ -209,8 +209,19 @@ def test_no_import_of_a_dependencys_private_module() -> None:
 
 @pytest.mark.parametrize("program", ["li", "kdev"])
 def test_shell_completion_can_be_installed(program: str) -> None:
-    shown = run(program, "--show-completion", "bash")
+    # --show-completion detects the shell from the process's ancestors, as it does for a
+    # user at a prompt: run it from bash (the `; exit $?` keeps bash from exec'ing the
+    # program, which would leave no shell among its ancestors), whatever runs the tests.
+    shown = subprocess.run(
+        ["bash", "-c", f'"{BIN / program}" --show-completion; exit $?'],
+        env={**os.environ, "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert shown.returncode == 0, shown.stderr
+    assert not shown.stderr, shown.stderr
     assert f"_{program}_completion()" in shown.stdout and "complete " in shown.stdout
     assert "--install-completion" in run(program, "--help").stdout
 
