@@ -157,7 +157,8 @@ def test_kdev_init_from_the_wheel_writes_starter_files_that_validate(
         + [f"systemd/{n}" for n in ("li-engine.service", "kdev-pr-sweep.service")]
         + ["systemd/kdev-pr-sweep.timer"]
     ), wrote
-    env = {**installed.env, "KDEV_CONFIG": str(site / "kdev.yaml")}
+    # The starter reviewer's key must be set for validate to pass (it checks, D74).
+    env = {**installed.env, "KDEV_CONFIG": str(site / "kdev.yaml"), "OPENAI_API_KEY": "sk-..."}
     checked = subprocess.run(
         ["kdev", "config", "validate", "--repos-config", str(site / "repos.yaml")],
         cwd=installed.work, env=env, capture_output=True, text=True, timeout=120, check=False,
