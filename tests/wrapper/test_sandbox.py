@@ -274,8 +274,15 @@ request = urllib.request.Request(
 found["answer"] = json.load(urllib.request.urlopen(request, timeout=10))["content"][0]["text"]
 for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
     found["proc"][pid] = {n: read(f"/proc/{pid}/{n}") for n in ("environ", "cmdline", "maps")}
+# The interpreter's own install is bound in read-only (it may live under /tmp, as a
+# clean clone's venv does): not walked, so the harvest stays under kdev's output cap.
+skip = tuple(os.path.realpath(p) for p in {sys.prefix, sys.base_prefix})
 for root in (os.environ["HOME"], "/tmp", os.environ["KDEV_SCRATCH"], "/run"):
-    for dirpath, _, names in os.walk(root):
+    for dirpath, dirnames, names in os.walk(root):
+        dirnames[:] = [
+            d for d in dirnames
+            if not os.path.realpath(os.path.join(dirpath, d)).startswith(skip)
+        ]
         for name in names:
             found["files"][os.path.join(dirpath, name)] = read(os.path.join(dirpath, name))
 try:
