@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from engine.config import Settings
@@ -28,6 +29,17 @@ REPO = "octo/widgets"
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
 STUB = [sys.executable, "-P", "-m", "wrapper.stub_reviewer"]
+
+
+def openai_reviewer(base_url: str) -> dict[str, Any]:
+    """An openai reviewer block whose key is ``REVIEWER_KEY``, tried once."""
+    return {
+        "backend": "openai",
+        "base_url": base_url,
+        "model": "m",
+        "api_key_env": "REVIEWER_KEY",
+        "max_attempts": 1,
+    }
 
 
 @dataclass
@@ -63,6 +75,7 @@ class Bench:
         config: KdevConfig | None = None,
         environ: dict[str, str] | None = None,
         notify_to: str | None = None,
+        reviewer_transport: httpx.BaseTransport | None = None,
     ) -> Any:
         settings = Settings(github_api_url=self.sim.url, github_token=self.token)
         env = {
@@ -74,7 +87,11 @@ class Bench:
         }
         with GitHubClient(settings) as client:
             ctx = ReviewContext(
-                config=config or self.config(), ledger=self.ledger(), github=client, environ=env
+                config=config or self.config(),
+                ledger=self.ledger(),
+                github=client,
+                environ=env,
+                reviewer_transport=reviewer_transport,
             )
             head = head_sha or self.sim.pull(REPO, pr).head_sha
             return review_pr(

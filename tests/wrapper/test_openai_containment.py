@@ -9,19 +9,15 @@ from __future__ import annotations
 import base64
 import codecs
 import json
-import os
 import uuid
 from collections.abc import Callable
 
 import httpx
 import pytest
 
-from engine.config import Settings
-from engine.github.client import GitHubClient
-from tests.wrapper.reviewbench import REPO, ROOT, Bench
+from tests.wrapper.reviewbench import REPO, Bench, openai_reviewer
 from wrapper.errors import LedgerError
 from wrapper.leakscan import find_leak
-from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
 
 ENCODINGS: dict[str, Callable[[str], str]] = {
     "raw": lambda key: key,
@@ -46,33 +42,12 @@ def _endpoint(form: str | None, seen: list[str]) -> httpx.MockTransport:
 
 def _review(bench: Bench, form: str | None, key: str, seen: list[str]) -> object:
     pr = bench.sim.open_pr(REPO, f"f-{uuid.uuid4().hex[:6]}", {"a.py": "x = 1\n"})
-    config = bench.config(
-        reviewer={
-            "backend": "openai",
-            "base_url": "https://llm.example/v1",
-            "model": "m",
-            "api_key_env": "REVIEWER_KEY",
-            "max_attempts": 1,
-        },
+    return bench.review(
+        pr.number,
+        config=bench.config(reviewer=openai_reviewer("https://llm.example/v1")),
+        environ={"REVIEWER_KEY": key},
+        reviewer_transport=_endpoint(form, seen),
     )
-    environ = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(bench.root),
-        "PYTHONPATH": str(ROOT),
-        "REVIEWER_KEY": key,
-        "GITHUB_TOKEN": bench.token,
-    }
-    settings = Settings(github_api_url=bench.sim.url, github_token=bench.token)
-    with GitHubClient(settings) as client:
-        ctx = ReviewContext(
-            config=config,
-            ledger=bench.ledger(),
-            github=client,
-            environ=environ,
-            reviewer_transport=_endpoint(form, seen),
-        )
-        req = ReviewRequest(repo=REPO, pr=pr.number, head_sha=pr.head_sha, checkout=bench.checkout)
-        return review_pr(req, ctx)
 
 
 def _everything(bench: Bench) -> list[str]:

@@ -4,17 +4,13 @@ FAILURE notice like every other failure, one line without the error's text (D67)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import uuid
 
 import httpx
 import pytest
 
-from engine.config import Settings
-from engine.github.client import GitHubClient
-from tests.wrapper.reviewbench import REPO, ROOT, Bench
-from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
+from tests.wrapper.reviewbench import REPO, Bench, openai_reviewer
 
 
 def test_an_internal_error_in_the_leg_sends_the_failure_notice(bench: Bench) -> None:
@@ -26,28 +22,15 @@ def test_an_internal_error_in_the_leg_sends_the_failure_notice(bench: Bench) -> 
 
     pr = bench.sim.open_pr(REPO, "f", {"a.py": "x = 1\n"})
     config = bench.config(
-        reviewer={
-            "backend": "openai",
-            "base_url": "http://127.0.0.1:9/v1",
-            "model": "m",
-            "api_key_env": "REVIEWER_KEY",
-            "max_attempts": 1,
-        },
-        secret_env=["REVIEWER_KEY"],
+        reviewer=openai_reviewer("http://127.0.0.1:9/v1"), secret_env=["REVIEWER_KEY"]
     )
-    environ = {"PATH": os.environ["PATH"], "HOME": str(bench.root), "PYTHONPATH": str(ROOT)}
-    settings = Settings(github_api_url=bench.sim.url, github_token=bench.token)
-    with GitHubClient(settings) as client:
-        ctx = ReviewContext(
+    with pytest.raises(ValueError):
+        bench.review(
+            pr.number,
             config=config,
-            ledger=bench.ledger(),
-            github=client,
-            environ={**environ, "REVIEWER_KEY": key, "GITHUB_TOKEN": bench.token},
+            environ={"REVIEWER_KEY": key},
             reviewer_transport=httpx.MockTransport(broken),
         )
-        req = ReviewRequest(repo=REPO, pr=pr.number, head_sha=pr.head_sha, checkout=bench.checkout)
-        with pytest.raises(ValueError):
-            review_pr(req, ctx)
     [note] = bench.notes()
     assert note["subject"] == f"PR review: {REPO} #{pr.number} FAILURE"
     assert note["fields"]["reason"] == "internal_error"
