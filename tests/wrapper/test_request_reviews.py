@@ -112,6 +112,9 @@ def test_every_bot_is_asked_and_an_exhausted_one_falls_to_the_next(
 
 
 def test_the_console_script(sim: GitHubSim, tmp_path: Path) -> None:
+    # The real kdev judges "today" by its own clock: the quota reply must be dated now,
+    # not at the fixture's fixed T0 (a run after that day's midnight never saw it).
+    sim.set_time(datetime.now(UTC))
     pull = sim.open_pr(REPO, "feature/x", {"app.py": "print(2)\n"})
     (tmp_path / "kdev.yaml").write_text(
         "review_bots:\n  bots:\n    - {name: gemini, login: 'gemini-code-assist[bot]',"
