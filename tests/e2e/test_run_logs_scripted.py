@@ -44,13 +44,9 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 def _schedules(store: Store) -> None:
     store.add_schedule(interval_spec(name="works", every=15, command="true", args=[]))
+    store.add_schedule(interval_spec(name="breaks", every=40, command="sh", args=["-c", "exit 3"]))
     store.add_schedule(
-        interval_spec(name="breaks", every=40, command="sh", args=["-c", "exit 3"])
-    )
-    store.add_schedule(
-        interval_spec(
-            name="overruns", every=60, command="sleep", args=["10"], timeout_seconds=2
-        )
+        interval_spec(name="overruns", every=60, command="sleep", args=["10"], timeout_seconds=2)
     )
     trigger = validate_poll_config(
         {"repo": "octo/logs", "event": "pr_updated", "poll_interval_seconds": 10}
@@ -106,8 +102,11 @@ def test_a_scripted_five_minute_run_logs_each_run_twice_and_nothing_else(
         }
         _run_script(sim, log_path, env)
     records = _records(log_path)
-    runs = {run.id: run for name in ("works", "breaks", "overruns", "prs")
-            for run in Store(engine).list_runs(name)}
+    runs = {
+        run.id: run
+        for name in ("works", "breaks", "overruns", "prs")
+        for run in Store(engine).list_runs(name)
+    }
     engine.dispose()
 
     run_lines = [r for r in records if r.get("phase") in ("start", "end")]
