@@ -13,6 +13,11 @@ REQUEST_CHANGES and COMMENT, ``start_line`` strictly before ``line`` on one side
 outside the diff rejects the whole review) are the engine client's ``GitHubError``s, and
 an answer of the wrong shape is ``GitHubMalformedPayload`` raised through
 ``client.error``. Writes are never retried.
+
+Like ``wrapper/gh.py`` this module defines GitHub writes and posts text as given: a
+caller sends every body (the review's, each comment's, a status description) through
+the one gate of ``wrapper/post.py`` first (tests/wrapper/test_comment_gate.py holds
+every other module to that).
 """
 
 from __future__ import annotations
