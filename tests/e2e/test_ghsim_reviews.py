@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 
 from engine.config import Settings
 from engine.errors import InvalidInput
-from engine.github import GitHubClient, GitHubHttpError
+from engine.github import GitHubClient, GitHubHttpError, GitHubMalformedPayload
 from ghsim import GhsimError, GitHubSim
 from ghsim.anchors import (
     HUNK_BLANK,
@@ -425,3 +425,77 @@ def test_the_client_posts_statuses_and_reads_the_combined_status(
     with pytest.raises(GitHubHttpError) as caught:
         create_status(client, REPO, "f" * 40, "success")
     assert caught.value.status == 422
+
+
+# == the smaller refusals ====================================================================
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"event": "COMMENT", "body": 5}, "'properties/body'"),
+        ({"event": "COMMENT", "body": "b", "commit_id": 7}, "'properties/commit_id'"),
+        ({"event": "COMMENT", "body": "b", "comments": {"path": "a.py"}}, "'properties/comments'"),
+        ({"event": "COMMENT", "body": "b", "comments": ["a.py:3"]}, "'items'"),
+        ({"event": "COMMENT", "body": "b", "comments": [{"path": "a.py"}]}, '"body"'),
+        ({"event": "COMMENT", "body": "b", "comments": [at(True)]}, "'properties/line'"),
+        ({"event": "COMMENT", "body": "b", "comments": [at(3, start_line="1")]}, "start_line"),
+    ],
+)
+def test_a_body_the_schema_rejects_is_an_invalid_request(
+    sim: GitHubSim, body: dict[str, Any], reason: str
+) -> None:
+    answer = post_review(sim, body)
+    assert answer.status_code == 422
+    message = answer.json()["message"]
+    assert message.startswith("Invalid request.\n\n") and reason in message
+    assert sim.reviews(REPO, 1) == []
+
+
+def test_reviews_need_a_token_and_unknown_reviews_are_refused(sim: GitHubSim) -> None:
+    with httpx.Client(base_url=sim.url) as anonymous:
+        answer = anonymous.post(f"/repos/{REPO}/pulls/1/reviews", json={"event": "APPROVE"})
+        assert answer.status_code == 401
+        status = anonymous.post(f"/repos/{REPO}/statuses/{'a' * 40}", json={"state": "success"})
+        assert status.status_code == 401
+    with pytest.raises(GhsimError, match="no review 99"):
+        sim.review_comments(REPO, 1, 99)
+    issue = sim.comment(REPO, 1, SUGGEST.format("x"))
+    with pytest.raises(GhsimError, match="not a review comment"):
+        sim.apply_suggestion(REPO, issue.id)
+
+
+@pytest.mark.parametrize("field", ["context", "description", "target_url"])
+def test_a_status_field_that_is_not_a_string_is_invalid(sim: GitHubSim, field: str) -> None:
+    answer = post_status(sim, sim.pull(REPO, 1).head_sha, {"state": "success", field: 3})
+    assert answer.status_code == 422
+    assert answer.json()["errors"] == [{"resource": "Status", "code": "invalid", "field": field}]
+
+
+def test_the_client_refuses_answers_of_the_wrong_shape(
+    sim: GitHubSim, client: GitHubClient
+) -> None:
+    sim.inject_fault("POST", "/reviews$", status=200, body={"state": "COMMENTED"})
+    with pytest.raises(GitHubMalformedPayload, match="no id or state"):
+        create_review(client, REPO, 1, event="APPROVE")
+    sim.inject_fault("GET", "/status$", status=200, body={"state": "success", "statuses": [1]})
+    with pytest.raises(GitHubMalformedPayload, match=r"statuses\[0\] is not an object"):
+        combined_status(client, REPO, "feature")
+    sim.inject_fault("GET", "/comments$", status=200, body=cast(Any, [{"id": 1}, "x"]))
+    with pytest.raises(GitHubMalformedPayload, match="an item is not an object"):
+        list_review_comments(client, REPO, 1, 5)
+    for bad in ("", "a..b", "has space"):
+        with pytest.raises(InvalidInput):
+            combined_status(client, REPO, bad)
+    with pytest.raises(InvalidInput):
+        list_review_comments(client, REPO, 1, 0)
+
+
+def test_the_client_refuses_a_listing_longer_than_it_reads(
+    sim: GitHubSim, client: GitHubClient
+) -> None:
+    many = [at(3, f"c{i}") for i in range(1001)]  # 11 pages of 100; the client reads 10
+    review = sim.create_review(REPO, 1, ("reviewer", 4242), event="COMMENT", body="b",
+                               comments=many)  # fmt: skip
+    with pytest.raises(GitHubMalformedPayload, match="more pages than read"):
+        list_review_comments(client, REPO, 1, review.id)
