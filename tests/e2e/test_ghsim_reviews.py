@@ -37,6 +37,7 @@ from ghsim.suggestions import (
     PULL_CLOSED,
     SuggestionRefused,
 )
+from tests.e2e.test_ghsim import fixture, shape_differences
 from wrapper.gh_reviews import (
     LineComment,
     combined_status,
@@ -499,3 +500,13 @@ def test_the_client_refuses_a_listing_longer_than_it_reads(
                                comments=many)  # fmt: skip
     with pytest.raises(GitHubMalformedPayload, match="more pages than read"):
         list_review_comments(client, REPO, 1, review.id)
+
+
+def test_the_new_answers_have_the_keys_and_types_of_githubs_examples(sim: GitHubSim) -> None:
+    review = post_review(sim, {"event": "COMMENT", "body": "b", "comments": [at(3)]}).json()
+    assert shape_differences(review, fixture("pull-reviews-list.json")[0]) == []
+    with http(sim) as c:
+        listed = c.get(f"/repos/{REPO}/pulls/1/reviews/{review['id']}/comments").json()
+    assert shape_differences(listed[0], fixture("review-comments-list.json")[0]) == []
+    status = post_status(sim, sim.pull(REPO, 1).head_sha, {"state": "success"}).json()
+    assert shape_differences(status, fixture("status.json")) == []
