@@ -222,8 +222,9 @@ def test_a_body_with_a_secret_is_posted_on_no_path(
 
 
 _WRITES = {"post_issue_comment", "post_line_comment", "post_rest"}
-# Where a write is defined rather than used: the generic POST of kdev's own GitHub calls.
-_DEFINES_WRITES = {"gh.py"}
+# Where a write is defined rather than used: the generic POST of kdev's own GitHub calls
+# (gh_reviews.py: reviews with line comments and statuses, issue 27).
+_DEFINES_WRITES = {"gh.py", "gh_reviews.py"}
 
 
 def _write_call(node: ast.AST) -> bool:
