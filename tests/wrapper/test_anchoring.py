@@ -40,9 +40,7 @@ GIT_ENV = {
 
 
 def git(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, check=False
-    )
+    done = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, check=False)
     assert done.returncode in ok, done.stderr
     return done.stdout.decode("utf-8")
 
@@ -155,17 +153,19 @@ def test_hunks_have_the_head_side_ranges_git_wrote(files: dict[str, FileDiff]) -
     assert files["sp ace.txt"].hunks == (Hunk(1, 3, 1, 3, frozenset({2})),)
     assert files["crlf.txt"].hunks == (Hunk(1, 3, 1, 3, frozenset({2})),)
     assert files["odd.txt"].hunks == (Hunk(1, 3, 1, 3, frozenset({2})),)
-    assert files["caf\u00e9.txt"].hunks == files["tab\tname.txt"].hunks == (
-        Hunk(1, 1, 1, 1, frozenset({1})),
+    assert (
+        files["caf\u00e9.txt"].hunks
+        == files["tab\tname.txt"].hunks
+        == (Hunk(1, 1, 1, 1, frozenset({1})),)
     )
 
 
 def test_the_binary_patch_form_is_read_too(repo: Path) -> None:
     binary = parse_diff(git(repo, "diff", "--binary", "-M", "HEAD~1", "HEAD"))
     assert binary["image.bin"].binary
-    assert binary["two_hunks.txt"] == parse_diff(git(repo, "diff", "HEAD~1", "HEAD"))[
-        "two_hunks.txt"
-    ]
+    assert (
+        binary["two_hunks.txt"] == parse_diff(git(repo, "diff", "HEAD~1", "HEAD"))["two_hunks.txt"]
+    )
 
 
 def test_a_zero_context_diff_has_hunks_with_an_empty_head_side(repo: Path) -> None:

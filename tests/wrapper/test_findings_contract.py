@@ -78,11 +78,11 @@ def test_a_structured_answer_is_read_whole_and_its_verdict_follows_its_findings(
     assert review.verdict == "REQUEST_CHANGES"
     assert review.stated_verdict is None and review.contradiction is None
     assert review.summary == "One bug."
+    title, body = "The retry loop never ends", "`attempt` is never increased."
     assert review.findings == (
-        Finding("src/app.py", 42, "P2", "The retry loop never ends", "`attempt` is never increased."),
-        Finding("src/app.py", 7, "P3", "The retry loop never ends", "`attempt` is never increased.",
-                start_line=3, replacement="x\n"),
-    )  # fmt: skip
+        Finding("src/app.py", 42, "P2", title, body),
+        Finding("src/app.py", 7, "P3", title, body, start_line=3, replacement="x\n"),
+    )
     assert review.findings[1].location == "src/app.py:3-7"
 
 

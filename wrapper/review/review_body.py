@@ -18,7 +18,8 @@ The text is plain Markdown without mentions or HTML; the posting gate
 a container (a blockquote, a list item) or closed off, so an unclosed fence in it cannot
 swallow what follows; fences around a replacement are longer than any backtick run in
 it. The summary stays under :data:`BODY_BUDGET` characters: the texts of summary
-findings are cut to share what is left, never their ``path:line``, severity or title.
+findings are cut to share what is left (to nothing at worst), never their
+``path:line``, severity or title.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from wrapper.review.findings_contract import SEVERITIES, Finding, ParsedReview
 BODY_BUDGET = 50_000  # GitHub takes 65536; the gate's neutralising may lengthen a body
 MAX_FILES_LISTED = 100
 MAX_FILES_CHARS = 6000
-MIN_DETAIL = 200
+MIN_PROSE = 200
 CUT_NOTE = "… (cut)"
+_FENCE_ROOM = 16
 
 _BACKTICKS = re.compile(r"`+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -127,7 +129,7 @@ def _listed(items: Sequence[str]) -> str:
 
 def _with_prose(head: list[str], prose: str) -> str:
     fixed = "\n\n".join(head) + "\n\n"
-    return fixed + _cut(prose, max(MIN_DETAIL, BODY_BUDGET - len(fixed)))
+    return fixed + _cut(prose, max(MIN_PROSE, BODY_BUDGET - len(fixed)))
 
 
 def _with_unplaced(head: list[str], unplaced: Sequence[Placement]) -> str:
@@ -136,13 +138,16 @@ def _with_unplaced(head: list[str], unplaced: Sequence[Placement]) -> str:
         return fixed
     title = f"Findings not on a line ({len(unplaced)}):"
     headers = [_unplaced_header(p) for p in unplaced]
+    details = [_unplaced_detail(p.finding) for p in unplaced]
     room = BODY_BUDGET - len(fixed) - len(title) - sum(len(h) + 8 for h in headers)
-    share = max(MIN_DETAIL, room // len(unplaced))
-    items = [
-        header + _indented(_cut(_unplaced_detail(p.finding), share))
-        for header, p in zip(headers, unplaced, strict=True)
-    ]
-    return f"{fixed}\n\n{title}\n\n" + "\n".join(items)
+    share = max(0, room // len(unplaced))
+    while True:
+        items = [h + _indented(_cut(d, share)) for h, d in zip(headers, details, strict=True)]
+        body = f"{fixed}\n\n{title}\n\n" + "\n".join(items)
+        if len(body) <= BODY_BUDGET or share == 0:
+            return body
+        # Indenting lengthens a text of many short lines: shrink the share and retry.
+        share = max(0, share * BODY_BUDGET // len(body) - 1)
 
 
 def _unplaced_header(placement: Placement) -> str:
@@ -237,7 +242,9 @@ def _indented(text: str) -> str:
 def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return close_fences(text[: max(0, limit - len(CUT_NOTE))].rstrip()) + "\n\n" + CUT_NOTE
+    # Room for the note, its blank line and a closing fence of a cut code block.
+    keep = max(0, limit - len(CUT_NOTE) - 2 - _FENCE_ROOM)
+    return close_fences(text[:keep].rstrip()) + "\n\n" + CUT_NOTE
 
 
 def _one_line(text: str) -> str:
