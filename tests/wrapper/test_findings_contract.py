@@ -241,7 +241,7 @@ def test_prose_without_a_verdict_line_fails_as_no_verdict() -> None:
         # quoted in a blockquote, or shown inside another fence: not the reviewer's own
         "> ```kdev-findings\n> {}\n> ```\n\nVERDICT: APPROVE\n",
         "````markdown\n```kdev-findings\n{}\n```\n````\n\nVERDICT: APPROVE\n",
-        "- ```kdev-findings\n  {}\n  ```\n\nVERDICT: APPROVE\n",
+        "- a list\n\n  > ```kdev-findings\n  > {}\n  > ```\n\nVERDICT: APPROVE\n",
         # another info string
         "```json\n" + json.dumps(document()) + "\n```\n\nVERDICT: APPROVE\n",
     ],
@@ -358,6 +358,13 @@ def test_a_detail_never_echoes_much_of_the_reviewers_text() -> None:
     failure = failed(cli_output(with_finding(severity="x" * 500)))
     assert failure.detail.startswith('finding 1: severity "xxx')
     assert "x" * 40 not in failure.detail
+
+
+def test_a_block_in_a_list_item_is_the_reviewers_own() -> None:
+    block = json.dumps(document(finding()))
+    output = f"1. My findings:\n\n   ```kdev-findings\n   {block}\n   ```\n\nVERDICT: APPROVE\n"
+    review = parsed(output)
+    assert review.mode == "findings" and review.findings[0].line == 42
 
 
 def test_two_blocks_are_refused() -> None:

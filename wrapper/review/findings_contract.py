@@ -273,14 +273,18 @@ def parse_review(
 
 
 def _blocks(output: str) -> list[str]:
-    """The contents of the top-level fences labelled ``kdev-findings`` (one quoted in a
-    blockquote or a list is not the reviewer's own, as for the verdict line)."""
+    """The contents of the fences labelled ``kdev-findings`` outside blockquotes (one
+    quoted there, or shown inside another fence, is not the reviewer's own: the verdict
+    grammar's quoting, D23; a list item is not quoting)."""
     normalised = output.replace("\r\n", "\n").replace("\r", "\n")
-    return [
-        token.content
-        for token in _PARSER.parse(normalised)
-        if token.type == "fence" and token.level == 0 and token.info.strip() == BLOCK_INFO
-    ]
+    found: list[str] = []
+    quotes = 0
+    for token in _PARSER.parse(normalised):
+        if token.type in ("blockquote_open", "blockquote_close"):
+            quotes += 1 if token.type == "blockquote_open" else -1
+        elif token.type == "fence" and not quotes and token.info.strip() == BLOCK_INFO:
+            found.append(token.content)
+    return found
 
 
 def _prose(output: str) -> ParsedReview | ContractFailure:
