@@ -461,7 +461,7 @@ def _semantic_ok(data: dict[str, Any]) -> bool:
     return True
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_documents())
 def test_the_parser_accepts_exactly_what_the_schema_and_its_rules_accept(
     data: dict[str, Any],

@@ -13,7 +13,8 @@ The form is one JSON object::
   (``structured=True``).
 - A CLI reviewer is asked with :data:`FINDINGS_INSTRUCTION` to put the object in one
   fenced block with info string ``kdev-findings`` and still end with the ``VERDICT:``
-  line (``structured=False``). Only the block is posted; text around it is not.
+  line (``structured=False``). Only the block is posted; text around it is not. A
+  block in a blockquote or inside another fence is quoted, not the reviewer's own.
 - A CLI reviewer that writes no such block is read as prose (``mode="prose"``): the
   verdict comes from the strict grammar (:mod:`wrapper.review.verdict_grammar`) and the
   whole output is one PR-level comment.

@@ -216,6 +216,8 @@ def code_span(text: str) -> str:
 def close_fences(text: str) -> str:
     """``text`` with a closing fence added when it ends inside a top-level fenced code
     block that it never closes (which would swallow whatever follows it)."""
+    if "```" not in text and "~~~" not in text:
+        return text  # no fence can open without one of these
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     fences = [t for t in _PARSER.parse(text) if t.type == "fence" and t.level == 0]
