@@ -10,9 +10,8 @@ import typer
 from engine.durations import parse_duration
 from engine.errors import LiError
 from engine.termsafe import echo
-from wrapper.cli.common import guarded, open_github, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger, posting_context
 from wrapper.config import check_repo
-from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
 
 
@@ -110,12 +109,8 @@ def reply_cmd(
     from wrapper.authorloop.threads import reply
 
     def work() -> None:
-        config, ledger = open_ledger(reviews_dir)
-        check_repo(repo)
-        with open_github() as client:
-            result = reply(
-                client, config, kdev_environ(), repo, pr, comment_id, text, ledger, mention
-            )
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            result = reply(ctx, comment_id, text, mention)
         if as_json:
             typer.echo(json.dumps(result.to_json()))
         else:
@@ -254,11 +249,8 @@ def request_reviews_cmd(
     from wrapper.authorloop.requests import request_reviews
 
     def work() -> None:
-        check_repo(repo)
-        config, ledger = open_ledger(reviews_dir)
-        environ = kdev_environ()
-        with open_github() as client:
-            done = request_reviews(client, ledger, config, environ, repo, pr)
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            done = request_reviews(ctx)
         if as_json:
             typer.echo(json.dumps({"repo": repo, "pr": pr, "bots": [d.to_json() for d in done]}))
             return

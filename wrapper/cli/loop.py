@@ -7,9 +7,8 @@ import json
 import typer
 
 from engine.termsafe import echo
-from wrapper.cli.common import guarded, open_github, open_ledger
+from wrapper.cli.common import guarded, open_ledger, posting_context
 from wrapper.config import check_repo
-from wrapper.credentials import kdev_environ
 
 
 def triage_cmd(
@@ -30,10 +29,8 @@ def triage_cmd(
     def work() -> None:
         check_repo(repo)
         manual = parse_manual(decide)
-        config, ledger = open_ledger(reviews_dir)
-        environ = kdev_environ()
-        with open_github() as client:
-            report = run_triage(client, ledger, config, environ, repo, pr, manual)
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            report = run_triage(ctx, manual)
         if as_json:
             shown = [d.to_json() for d in report.decided.values()]
             undecided = [{"comment_id": k, "why": v} for k, v in report.undecided.items()]
@@ -85,11 +82,8 @@ def close_out_cmd(
     from wrapper.authorloop.closeout import close_out
 
     def work() -> None:
-        check_repo(repo)
-        config, ledger = open_ledger(reviews_dir)
-        environ = kdev_environ()
-        with open_github() as client:
-            done = close_out(client, ledger, config, environ, repo, pr)
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            done = close_out(ctx)
         if as_json:
             typer.echo(json.dumps({"repo": repo, "pr": pr, "closed": [d.to_json() for d in done]}))
             return
