@@ -8,17 +8,18 @@ import typer
 
 from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_ledger, posting_context
+from wrapper.cli.options import JsonObject, LedgerDir, Pr, Repo
 from wrapper.config import check_repo
 
 
 def triage_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Repo,
+    pr: Pr,
     decide: list[str] = typer.Option(
         [], "--decide", help="ID=fix, ID=escalate or ID=reject:REASON (repeatable)."
     ),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    reviews_dir: LedgerDir = None,
+    as_json: JsonObject = False,
 ) -> None:
     """One decision per open comment (fix, reject with a reason, escalate), by rules
     first, then the triage reviewer leg when configured, and by hand with --decide; an
@@ -48,10 +49,7 @@ def triage_cmd(
 
 
 def loop_status_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    repo: Repo, pr: Pr, reviews_dir: LedgerDir = None, as_json: JsonObject = False
 ) -> None:
     """continue, one_more_round, stop_clean, stop_ceiling or escalate, and why (from the
     ledger's review rounds and triage decisions; no GitHub call)."""
@@ -72,10 +70,7 @@ def loop_status_cmd(
 
 
 def close_out_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    repo: Repo, pr: Pr, reviews_dir: LedgerDir = None, as_json: JsonObject = False
 ) -> None:
     """For every comment whose triage is settled: reply, then resolve, then hide.
     Idempotent; reports what it did."""
