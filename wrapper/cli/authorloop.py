@@ -11,7 +11,7 @@ import typer
 from engine.durations import parse_duration
 from engine.errors import LiError
 from engine.termsafe import echo
-from wrapper.cli.common import guarded, open_github, open_ledger, posting_context
+from wrapper.cli.common import guarded, open_github, open_ledger, posting_context, posting_verb
 from wrapper.cli.options import Interval, JsonLine, JsonObject, LedgerDir, Pr, Repo, ThreadNode
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError
@@ -228,17 +228,11 @@ def request_reviews_cmd(
 ) -> None:
     """Ask the configured review bots for a round; a bot out of quota today is skipped
     and its turn falls to the next bot."""
-    from wrapper.authorloop.requests import request_reviews
+    from wrapper.authorloop.requests import BotRequest, request_reviews
 
-    def work() -> None:
-        with posting_context(repo, pr, reviews_dir) as ctx:
-            done = request_reviews(ctx)
-        if as_json:
-            typer.echo(json.dumps({"repo": repo, "pr": pr, "bots": [d.to_json() for d in done]}))
-            return
-        for item in done:
-            detail = f" (comment {item.comment_id})" if item.comment_id else ""
-            reason = f": {item.reason}" if item.reason else ""
-            echo(f"{item.bot}  {item.state}{detail}{reason}")
+    def line(item: BotRequest) -> str:
+        detail = f" (comment {item.comment_id})" if item.comment_id else ""
+        reason = f": {item.reason}" if item.reason else ""
+        return f"{item.bot}  {item.state}{detail}{reason}"
 
-    guarded(work)
+    posting_verb(repo, pr, reviews_dir, as_json, "bots", request_reviews, line)

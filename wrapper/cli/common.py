@@ -8,11 +8,12 @@ of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import typer
 
@@ -34,6 +35,15 @@ if TYPE_CHECKING:
     from wrapper.post import PostingContext
 
 T = TypeVar("T")
+
+
+class Result(Protocol):
+    """One result of a posting verb: its ``--json`` form."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Result)
 
 
 def open_github() -> GitHubClient:
@@ -120,6 +130,31 @@ def posting_context(repo: str, pr: int, reviews_dir: str | None) -> Iterator[Pos
     config, ledger = open_ledger(reviews_dir)
     with open_github() as client:
         yield PostingContext(client, ledger, config, kdev_environ(), repo, pr)
+
+
+def posting_verb(
+    repo: str,
+    pr: int,
+    reviews_dir: str | None,
+    as_json: bool,
+    key: str,
+    run: Callable[[PostingContext], Sequence[R]],
+    line: Callable[[R], str],
+) -> None:
+    """An author-loop verb that acts on ``repo`` #``pr``: ``run`` on its
+    :func:`posting_context`, then ``{"repo", "pr", key: [results]}`` with ``--json``, or
+    one ``line`` a result."""
+
+    def work() -> None:
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            done = run(ctx)
+        if as_json:
+            typer.echo(json.dumps({"repo": repo, "pr": pr, key: [d.to_json() for d in done]}))
+            return
+        for item in done:
+            echo(line(item))
+
+    guarded(work)
 
 
 def one_of(option: T | None, argument: T | None, flag: str) -> T:

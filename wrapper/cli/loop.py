@@ -7,7 +7,7 @@ import json
 import typer
 
 from engine.termsafe import echo
-from wrapper.cli.common import guarded, open_ledger, posting_context
+from wrapper.cli.common import guarded, open_ledger, posting_context, posting_verb
 from wrapper.cli.options import JsonObject, LedgerDir, Pr, Repo
 from wrapper.config import check_repo
 
@@ -74,16 +74,10 @@ def close_out_cmd(
 ) -> None:
     """For every comment whose triage is settled: reply, then resolve, then hide.
     Idempotent; reports what it did."""
-    from wrapper.authorloop.closeout import close_out
+    from wrapper.authorloop.closeout import Closed, close_out
 
-    def work() -> None:
-        with posting_context(repo, pr, reviews_dir) as ctx:
-            done = close_out(ctx)
-        if as_json:
-            typer.echo(json.dumps({"repo": repo, "pr": pr, "closed": [d.to_json() for d in done]}))
-            return
-        for item in done:
-            now = ", ".join(item.done_now) or "nothing left to do"
-            echo(f"{item.comment_id}  {item.decision}: {now}")
+    def line(item: Closed) -> str:
+        now = ", ".join(item.done_now) or "nothing left to do"
+        return f"{item.comment_id}  {item.decision}: {now}"
 
-    guarded(work)
+    posting_verb(repo, pr, reviews_dir, as_json, "closed", close_out, line)
