@@ -4,7 +4,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
