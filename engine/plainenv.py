@@ -4,7 +4,7 @@
 whole ``li --help`` (issue 25). A command that needs only the database URL (``li
 schedule list`` on SQLite, :mod:`engine.cli.quicklist`) asks :func:`plain_database_url`
 first. It answers only when it can prove that ``Settings.from_env`` would accept the
-environment and read the URL the same way - the rules of kdev's reader of the GitHub
+environment and read the URL the same way - the rules of the wrapper's reader of the GitHub
 settings (wrapper/config_env.py, D61):
 
 - every variable ``Settings`` reads (each field's variable and, as pydantic-settings
