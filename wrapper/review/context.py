@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 
 from engine.github import GitHubClient
-from engine.jsonable import as_json
 from wrapper.config import KdevConfig, NotifyTarget
 from wrapper.errors import Outcome
+from wrapper.jsonform import JsonForm
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
@@ -40,7 +40,7 @@ class ReviewRequest:
 
 
 @dataclass(frozen=True)
-class ReviewReport:
+class ReviewReport(JsonForm):
     """The decision, printed as one JSON line with ``--json``."""
 
     outcome: Outcome
@@ -51,9 +51,6 @@ class ReviewReport:
     verdict: str | None = None
     artifact: str | None = None
     detail: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return as_json(self)
 
 
 @dataclass

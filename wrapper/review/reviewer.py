@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
@@ -271,17 +271,13 @@ def _run_command(
             proxy=endpoint,
         )
         spec = ChildSpec(
-            argv=launch.argv,
-            executable=launch.executable,
-            env=launch.env,
-            cwd=launch.cwd,
+            **asdict(launch),  # what Popen gets: ChildSpec's fields of the same names
             timeout_seconds=reviewer.timeout_seconds,
             kill_grace_seconds=grace_seconds,
             stdout_limit=STDOUT_LIMIT_BYTES,
             stderr_limit=STDERR_TAIL_BYTES,
             stdin=prompt.encode("utf-8") if reviewer.prompt_via == "stdin" else None,
             kill_group_on_exit=True,
-            preexec_fn=launch.preexec_fn,
         )
         try:
             result = supervise(spec)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.jsonable import as_json
+from wrapper.jsonform import JsonForm
 
 
 class UpdateOutcome(enum.StrEnum):
@@ -22,7 +22,7 @@ class UpdateOutcome(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class UpdateResult:
+class UpdateResult(JsonForm):
     repo: str
     pr: int
     head_sha: str
@@ -31,12 +31,9 @@ class UpdateResult:
     reason: str | None = None
     detail: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass(frozen=True)
-class DigestRow:
+class DigestRow(JsonForm):
     """One PR waiting only for a human approval."""
 
     repo: str
@@ -46,12 +43,9 @@ class DigestRow:
     artifact: str
     pr_url: str
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass(frozen=True)
-class DeferredRow:
+class DeferredRow(JsonForm):
     """A pending ``deferred:budget`` marker, and what the sweep did about it."""
 
     repo: str
@@ -63,24 +57,20 @@ class DeferredRow:
     retried: str | None = None  # the review outcome when it was retried
     detail: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self, timespec="auto")
+    JSON_TIMESPEC = "auto"
 
 
 @dataclass(frozen=True)
-class HealthProblem:
+class HealthProblem(JsonForm):
     """One line of the health section; ``code`` is stable (docs/sweep.md)."""
 
     code: str  # schedule_<state> | schedule_missing | health_unreadable | budget_exhausted
     subject: str  # a schedule name or a repository
     message: str
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass
-class RepoReport:
+class RepoReport(JsonForm):
     """The sweep of one repository; ``error``/``reason`` when it could not be swept."""
 
     repo: str
@@ -90,9 +80,6 @@ class RepoReport:
     digest: list[DigestRow] = field(default_factory=list)
     deferred: list[DeferredRow] = field(default_factory=list)
     unreviewed: list[int] = field(default_factory=list)  # open PRs whose head has no verdict
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 @dataclass
