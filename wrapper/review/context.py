@@ -38,6 +38,19 @@ class ReviewRequest:
     comment_id: int | None = None  # the comment that summoned this run (a mention)
     notify_to: str | None = None  # --notify-to: a recipient of KDEV_CONFIG (wins)
 
+    def report(
+        self,
+        outcome: Outcome,
+        patch_id: str | None = None,
+        verdict: str | None = None,
+        artifact: str | None = None,
+        detail: str = "",
+    ) -> ReviewReport:
+        """The :class:`ReviewReport` of ``outcome`` for this request's repo, PR and head."""
+        return ReviewReport(
+            outcome, self.repo, self.pr, self.head_sha, patch_id, verdict, artifact, detail
+        )
+
 
 @dataclass(frozen=True)
 class ReviewReport(JsonForm):

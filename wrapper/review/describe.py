@@ -111,11 +111,8 @@ def _describe_leg(
             f"{header}\n\n{output.strip()}\n",
             "describe",
         )
-    return ReviewReport(
+    return req.report(
         Outcome.DESCRIBED,
-        req.repo,
-        req.pr,
-        req.head_sha,
         patch_id,
         artifact=posted.html_url or None,
         detail=f"comment {posted.id} posted",

@@ -111,11 +111,8 @@ def run_leg(
     detail = deliver(ctx, req, record)
     if result.findings is not None:
         _post_findings(ctx, req, patch_id, result.findings, path)
-    return ReviewReport(
+    return req.report(
         Outcome.REVIEWED,
-        req.repo,
-        req.pr,
-        req.head_sha,
         patch_id,
         result.verdict,
         str(path),
