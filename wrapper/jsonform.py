@@ -5,6 +5,8 @@ order. Two shapes kept coming back around it, each written out by hand per class
 
 - :class:`JsonForm`, a base whose ``to_json`` is ``as_json`` of the instance (with the
   class's ``JSON_TIMESPEC``), for a class whose JSON keys are its fields, in order;
+- :class:`PrHead`, the JsonForm of a result about one head of one PR: its first keys
+  are ``repo``, ``pr`` and ``head_sha`` (a ledger row, a sweep's rows, a CI report);
 - :func:`json_in_order`, for a class whose JSON shows its fields (some renamed, or only
   some of them) in another order than they are declared in: the keys are named once,
   in the order they are printed, and a key that is no field is a KeyError, never a
@@ -15,6 +17,7 @@ Pure: :mod:`engine.jsonable` only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from engine.jsonable import as_json
@@ -28,6 +31,15 @@ class JsonForm:
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self, timespec=self.JSON_TIMESPEC)
+
+
+@dataclass(frozen=True)
+class PrHead(JsonForm):
+    """What a result is about: the head ``head_sha`` of PR ``pr`` of ``repo``."""
+
+    repo: str
+    pr: int
+    head_sha: str
 
 
 def json_in_order(obj: Any, keys: str, **options: Any) -> dict[str, Any]:

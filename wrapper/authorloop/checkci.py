@@ -34,7 +34,7 @@ from wrapper.authorloop.watch import (
     check_bucket,
     choose_interval,
 )
-from wrapper.jsonform import JsonForm
+from wrapper.jsonform import JsonForm, PrHead
 
 EXIT_CHECKS_FAILED = 18
 SETTLED = ("pass", "fail", "cancel", "skipping")
@@ -51,12 +51,9 @@ class Check(JsonForm):
 
 
 @dataclass(frozen=True)
-class CiReport:
+class CiReport(PrHead):
     """What the checks of ``head_sha`` say; ``state`` is green, failing or pending."""
 
-    repo: str
-    pr: int
-    head_sha: str
     state: str
     checks: tuple[Check, ...]
     looks: int

@@ -16,7 +16,7 @@ from typing import Any
 from engine.jsonable import as_json
 from engine.timefmt import iso_utc
 from wrapper.errors import ConfigError
-from wrapper.jsonform import json_in_order
+from wrapper.jsonform import PrHead, json_in_order
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
 DEFERRED_BUDGET_STATE = "deferred:budget"
@@ -147,12 +147,9 @@ class LegRecord:
 
 
 @dataclass(frozen=True)
-class LedgerRow:
+class LedgerRow(PrHead):
     """One line of ``kdev verdicts``: an index entry, or a deferred marker."""
 
-    repo: str
-    pr: int
-    head_sha: str
     kind: RowKind
     # An index entry's fields (wrapper.ledger.listing.pr_rows copies them all); None for
     # a deferred marker (its time is deferred.created_at).

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from wrapper.jsonform import JsonForm
+from wrapper.jsonform import JsonForm, PrHead
 
 
 class UpdateOutcome(enum.StrEnum):
@@ -22,10 +22,7 @@ class UpdateOutcome(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class UpdateResult(JsonForm):
-    repo: str
-    pr: int
-    head_sha: str
+class UpdateResult(PrHead):
     outcome: UpdateOutcome
     new_head: str | None = None
     reason: str | None = None
@@ -33,24 +30,18 @@ class UpdateResult(JsonForm):
 
 
 @dataclass(frozen=True)
-class DigestRow(JsonForm):
+class DigestRow(PrHead):
     """One PR waiting only for a human approval."""
 
-    repo: str
-    pr: int
-    head_sha: str
     verdict_line: str
     artifact: str
     pr_url: str
 
 
 @dataclass(frozen=True)
-class DeferredRow(JsonForm):
+class DeferredRow(PrHead):
     """A pending ``deferred:budget`` marker, and what the sweep did about it."""
 
-    repo: str
-    pr: int
-    head_sha: str
     budget: str
     reopens_at: datetime | None
     current: bool  # still the PR's head
