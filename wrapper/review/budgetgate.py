@@ -54,7 +54,7 @@ def defer(
     )
     return req.report(
         Outcome.DEFERRED_BUDGET,
-        patch_id,
+        patch_id=patch_id,
         detail=f"{budget}: {count}/{limit}",
     )
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import httpx
 
@@ -38,18 +39,18 @@ class ReviewRequest:
     comment_id: int | None = None  # the comment that summoned this run (a mention)
     notify_to: str | None = None  # --notify-to: a recipient of KDEV_CONFIG (wins)
 
-    def report(
-        self,
-        outcome: Outcome,
-        patch_id: str | None = None,
-        verdict: str | None = None,
-        artifact: str | None = None,
-        detail: str = "",
-    ) -> ReviewReport:
+    def report(self, outcome: Outcome, **decided: Unpack[Decided]) -> ReviewReport:
         """The :class:`ReviewReport` of ``outcome`` for this request's repo, PR and head."""
-        return ReviewReport(
-            outcome, self.repo, self.pr, self.head_sha, patch_id, verdict, artifact, detail
-        )
+        return ReviewReport(outcome, self.repo, self.pr, self.head_sha, **decided)
+
+
+class Decided(TypedDict, total=False):
+    """The rest of a :class:`ReviewReport`, by name (its fields hold the defaults)."""
+
+    patch_id: str | None
+    verdict: str | None
+    artifact: str | None
+    detail: str
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ def _describe_leg(
         )
     return req.report(
         Outcome.DESCRIBED,
-        patch_id,
+        patch_id=patch_id,
         artifact=posted.html_url or None,
         detail=f"comment {posted.id} posted",
     )

@@ -113,10 +113,10 @@ def run_leg(
         _post_findings(ctx, req, patch_id, result.findings, path)
     return req.report(
         Outcome.REVIEWED,
-        patch_id,
-        result.verdict,
-        str(path),
-        detail,
+        patch_id=patch_id,
+        verdict=result.verdict,
+        artifact=str(path),
+        detail=detail,
     )
 
 

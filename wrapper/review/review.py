@@ -72,10 +72,10 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
     _finish_withdrawals(ctx, req, record)  # ... or before its findings were withdrawn
     return req.report(
         Outcome.CARRIED_FORWARD,
-        record.patch_id,
-        record.verdict,
-        str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
-        "; ".join(filter(None, (_carried_why(record.head_sha, req.head_sha), owed))),
+        patch_id=record.patch_id,
+        verdict=record.verdict,
+        artifact=str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
+        detail="; ".join(filter(None, (_carried_why(record.head_sha, req.head_sha), owed))),
     )
 
 

@@ -33,6 +33,6 @@ def moved_on(req: ReviewRequest, pr: PullRequest, patch_id: str) -> ReviewReport
         return None
     return req.report(
         Outcome.SKIPPED_STALE_HEAD,
-        patch_id,
+        patch_id=patch_id,
         detail=f"current head is {pr.head_sha}",
     )
