@@ -16,7 +16,6 @@ from engine.github import GitHubClient, GitHubError
 from wrapper.authorloop.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
 from wrapper.authorloop.triage import Basis, Priority, Source, detect_source, triage
 from wrapper.errors import ConfigError, KdevError
-from wrapper.jsonform import json_in_order
 from wrapper.review.findings import AGENT_NAME, signed_by
 
 CONVERSATION = "(conversation)"
@@ -49,12 +48,27 @@ class Feedback:
     validation: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return json_in_order(
-            self,
-            "kind id node_id user source priority priority_source marker path line state "
-            "thread_id resolved replies agent own_finding validation created_at body",
-            rename={"basis": "priority_source"},
-        )
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "node_id": self.node_id,
+            "user": self.user,
+            "source": self.source.value,
+            "priority": self.priority.value,
+            "priority_source": self.basis.value,
+            "marker": self.marker,
+            "path": self.path,
+            "line": self.line,
+            "state": self.state,
+            "thread_id": self.thread_id,
+            "resolved": self.resolved,
+            "replies": self.replies,
+            "agent": self.agent,
+            "own_finding": self.own_finding,
+            "validation": self.validation,
+            "created_at": self.created_at,
+            "body": self.body,
+        }
 
 
 @dataclass(frozen=True)
