@@ -455,20 +455,22 @@ def default_reviews_dir() -> Path:
     return Path(platformdirs.user_data_dir("kdev", appauthor=False)) / "reviews"
 
 
+def read_yaml(path: Path, label: str, unreadable: str, invalid: str) -> Any:
+    """The YAML at ``path``; ConfigError ``unreadable`` or ``invalid`` (not YAML) if not."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {label} {path}: {exc.strerror}", unreadable) from None
+    except yaml.YAMLError as exc:
+        message = f"{label} {path} is not valid YAML: {exc}".replace("\n", " ")
+        raise ConfigError(message, invalid) from None
+
+
 def load_config(path: str | None) -> KdevConfig:
     """Read and validate the YAML at ``path`` (None: all defaults)."""
     if not path:
         return KdevConfig()
-    try:
-        data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read KDEV_CONFIG {path}: {exc.strerror}", "config_unreadable"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(
-            f"KDEV_CONFIG {path} is not valid YAML: {exc}".replace("\n", " "), "invalid_config"
-        ) from None
+    data = read_yaml(Path(path), "KDEV_CONFIG", "config_unreadable", "invalid_config")
     if data is None:
         data = {}
     if not isinstance(data, dict):

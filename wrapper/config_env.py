@@ -31,17 +31,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.github import GitHubSettings
-from engine.github.limits import (
-    DEFAULT_DEADLINE_SECONDS,
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_REDIRECTS,
-    DEFAULT_POINTS_PER_MINUTE,
-    MAX_CONCURRENT_REQUESTS,
-    MAX_MAX_REDIRECTS,
-    MIN_DEADLINE_SECONDS,
-    MIN_MAX_BODY_BYTES,
-)
+from engine.github import GitHubSettings, limits
 
 # engine.config's DEFAULT_GITHUB_API_URL and name pattern (the test checks they agree).
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
@@ -64,10 +54,10 @@ VARIABLES: dict[str, tuple[str, int, int | None]] = {
     "GH_TOKEN": ("text", 0, None),
     "LI_GITHUB_TIMEOUT": ("seconds", 0, None),
     "LI_GITHUB_RATE": ("whole", 1, None),
-    "LI_GITHUB_MAX_BODY_BYTES": ("whole", MIN_MAX_BODY_BYTES, None),
-    "LI_GITHUB_DEADLINE": ("seconds", int(MIN_DEADLINE_SECONDS), None),
-    "LI_GITHUB_MAX_REDIRECTS": ("whole", 0, MAX_MAX_REDIRECTS),
-    "LI_POLL_THREADS": ("whole", 1, MAX_CONCURRENT_REQUESTS),
+    "LI_GITHUB_MAX_BODY_BYTES": ("whole", limits.MIN_MAX_BODY_BYTES, None),
+    "LI_GITHUB_DEADLINE": ("seconds", int(limits.MIN_DEADLINE_SECONDS), None),
+    "LI_GITHUB_MAX_REDIRECTS": ("whole", 0, limits.MAX_MAX_REDIRECTS),
+    "LI_POLL_THREADS": ("whole", 1, limits.MAX_CONCURRENT_REQUESTS),
     "LI_RUNS_KEEP_DAYS": ("whole", 1, None),
     "LI_RUNS_KEEP_PER_SCHEDULE": ("whole", 0, None),
     "LI_TRIGGER_KEYS_KEEP_DAYS": ("whole", 2, None),
@@ -110,9 +100,9 @@ class GitHubEnv:
     github_token: str | None
     github_timeout_seconds: float
     github_requests_per_minute: int
-    github_max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    github_deadline_seconds: float = DEFAULT_DEADLINE_SECONDS
-    github_max_redirects: int = DEFAULT_MAX_REDIRECTS
+    github_max_body_bytes: int = limits.DEFAULT_MAX_BODY_BYTES
+    github_deadline_seconds: float = limits.DEFAULT_DEADLINE_SECONDS
+    github_max_redirects: int = limits.DEFAULT_MAX_REDIRECTS
 
 
 def github_settings(environ: Mapping[str, str]) -> GitHubSettings:
@@ -141,10 +131,14 @@ def read_plain(environ: Mapping[str, str]) -> GitHubEnv | None:
         github_api_url=env.get("GITHUB_API_URL", DEFAULT_GITHUB_API_URL).rstrip("/"),
         github_token=env.get("GITHUB_TOKEN", env.get("GH_TOKEN")),
         github_timeout_seconds=timeout,
-        github_requests_per_minute=int(env.get("LI_GITHUB_RATE", DEFAULT_POINTS_PER_MINUTE)),
-        github_max_body_bytes=int(env.get("LI_GITHUB_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)),
-        github_deadline_seconds=float(env.get("LI_GITHUB_DEADLINE", DEFAULT_DEADLINE_SECONDS)),
-        github_max_redirects=int(env.get("LI_GITHUB_MAX_REDIRECTS", DEFAULT_MAX_REDIRECTS)),
+        github_requests_per_minute=int(env.get("LI_GITHUB_RATE", limits.DEFAULT_POINTS_PER_MINUTE)),
+        github_max_body_bytes=int(
+            env.get("LI_GITHUB_MAX_BODY_BYTES", limits.DEFAULT_MAX_BODY_BYTES)
+        ),
+        github_deadline_seconds=float(
+            env.get("LI_GITHUB_DEADLINE", limits.DEFAULT_DEADLINE_SECONDS)
+        ),
+        github_max_redirects=int(env.get("LI_GITHUB_MAX_REDIRECTS", limits.DEFAULT_MAX_REDIRECTS)),
     )
 
 

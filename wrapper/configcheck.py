@@ -118,14 +118,19 @@ def _model_at(model: type[BaseModel], data: Any, loc: tuple[int | str, ...]) -> 
             kind = typing.get_args(kind)[1]
         else:
             return None
-        if isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            node = None
+        node = _child(node, part)
         kind = _pick(kind, node)
     return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+
+
+def _child(node: Any, part: int | str) -> Any:
+    """The value at ``part`` of a mapping or list ``node`` of the file; None where there is
+    none."""
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None
 
 
 def _pick(kind: Any, node: Any) -> Any:
@@ -160,12 +165,7 @@ def _in_data(data: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
                 kept.append(part)  # a missing or unknown key: named in the message
             continue  # a union tag: not a key of the file
         kept.append(part)
-        if isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            node = None
+        node = _child(node, part)
     return tuple(kept)
 
 

@@ -24,6 +24,7 @@ The message is one line; ``reason`` is the stable code shared by logs, JSON and 
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 from engine.errors import LiError
 
@@ -50,34 +51,32 @@ class KdevError(LiError):
     exit_code = 1
     notified: bool = False
 
-
-class ConfigError(KdevError):
-    exit_code = 2
-
-
-class FetchError(KdevError):
-    exit_code = 10
+    def __init_subclass__(cls, exit_code: int | None = None, **kwargs: Any) -> None:
+        """``class X(KdevError, exit_code=N)``: a kind of failure and its exit code."""
+        super().__init_subclass__(**kwargs)
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
 
-class WorktreeError(KdevError):
-    exit_code = 11
+class ConfigError(KdevError, exit_code=2): ...
 
 
-class ReviewerFailed(KdevError):
-    exit_code = 12
+class FetchError(KdevError, exit_code=10): ...
 
 
-class ReviewerTimedOut(KdevError):
-    exit_code = 13
+class WorktreeError(KdevError, exit_code=11): ...
 
 
-class ReviewerSpawnError(KdevError):
-    exit_code = 14
+class ReviewerFailed(KdevError, exit_code=12): ...
 
 
-class LedgerError(KdevError):
-    exit_code = 15
+class ReviewerTimedOut(KdevError, exit_code=13): ...
 
 
-class GitHubFailed(KdevError):
-    exit_code = 17
+class ReviewerSpawnError(KdevError, exit_code=14): ...
+
+
+class LedgerError(KdevError, exit_code=15): ...
+
+
+class GitHubFailed(KdevError, exit_code=17): ...

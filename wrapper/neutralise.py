@@ -31,7 +31,7 @@ import html
 import logging
 import re
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from wrapper.errors import KdevError
 from wrapper.ledger.ledger import find_secrets
@@ -421,15 +421,16 @@ def _escape(text: str, *, spans: bool) -> str:
     return "".join(out)
 
 
-def prepare_comment(
-    body: str,
-    handle: str | None,
-    *,
-    allow: Collection[str] = (),
-    references: bool = False,
-) -> str:
+class Exempt(TypedDict, total=False):
+    """What :func:`neutralise` leaves live, by keyword (its signature holds the defaults)."""
+
+    allow: Collection[str]
+    references: bool
+
+
+def prepare_comment(body: str, handle: str | None, **exempt: Unpack[Exempt]) -> str:
     """What kdev posts for ``body``: :func:`escape_prose`, then :func:`neutralise`."""
-    return neutralise(escape_prose(body), handle, allow=allow, references=references)
+    return neutralise(escape_prose(body), handle, **exempt)
 
 
 def contains_secret(texts: Iterable[str], secrets: Iterable[str]) -> bool:

@@ -111,6 +111,18 @@ def route(
     return list(config.notify)
 
 
+def _pr_notice(
+    repo: str, pr: int, head_sha: str, word: str, body: str, **fields: Any
+) -> Notification:
+    """``PR review: {repo} #{pr} {word}`` with ``body``; its fields are the PR's (repo, pr,
+    head) and then ``fields``, in that order."""
+    return Notification(
+        subject=f"PR review: {repo} #{pr} {word}",
+        body=body,
+        fields={"repo": repo, "pr": pr, "head_sha": head_sha, **fields},
+    )
+
+
 def verdict_notification(
     repo: str, pr: int, verdict: str, pr_url: str, head_sha: str, artifact: str | Path
 ) -> Notification:
@@ -125,17 +137,8 @@ def verdict_notification(
             f"ARTIFACT: {artifact}",
         )
     )
-    return Notification(
-        subject=f"PR review: {repo} #{pr} {verdict}",
-        body=body,
-        fields={
-            "repo": repo,
-            "pr": pr,
-            "head_sha": head_sha,
-            "verdict": verdict,
-            "pr_url": pr_url,
-            "artifact": str(artifact),
-        },
+    return _pr_notice(
+        repo, pr, head_sha, verdict, body, verdict=verdict, pr_url=pr_url, artifact=str(artifact)
     )
 
 
@@ -146,20 +149,8 @@ def failure_notification(
     body = "\n".join(
         (f"FAILURE: {reason}", message, f"PR: {pr}", f"PR_URL: {pr_url}", f"HEAD_SHA: {head_sha}")
     )
-    return Notification(
-        subject=f"PR review: {repo} #{pr} FAILURE",
-        body=body,
-        fields={
-            "repo": repo,
-            "pr": pr,
-            "head_sha": head_sha,
-            "outcome": "failure",
-            "reason": reason,
-            "message": message,
-            "pr_url": pr_url,
-            "artifact": None,
-        },
-    )
+    fields = {"outcome": "failure", "reason": reason, "message": message, "pr_url": pr_url}
+    return _pr_notice(repo, pr, head_sha, "FAILURE", body, **fields, artifact=None)
 
 
 def deferred_notification(
@@ -184,22 +175,15 @@ def deferred_notification(
             f"HEAD_SHA: {head_sha}",
         )
     )
-    return Notification(
-        subject=f"PR review: {repo} #{pr} DEFERRED",
-        body=body,
-        fields={
-            "repo": repo,
-            "pr": pr,
-            "head_sha": head_sha,
-            "outcome": "deferred_budget",
-            "budget": budget,
-            "count": count,
-            "limit": limit,
-            "reopens_at": reopens,
-            "pr_url": pr_url,
-            "artifact": None,
-        },
-    )
+    fields = {
+        "outcome": "deferred_budget",
+        "budget": budget,
+        "count": count,
+        "limit": limit,
+        "reopens_at": reopens,
+        "pr_url": pr_url,
+    }
+    return _pr_notice(repo, pr, head_sha, "DEFERRED", body, **fields, artifact=None)
 
 
 def withhold_leaking_note(note: Notification, secrets: Sequence[str]) -> Notification:

@@ -34,6 +34,7 @@ from wrapper.authorloop.watch import (
     check_bucket,
     choose_interval,
 )
+from wrapper.jsonform import JsonForm, PrHead
 
 EXIT_CHECKS_FAILED = 18
 SETTLED = ("pass", "fail", "cancel", "skipping")
@@ -41,24 +42,18 @@ FAILING = ("fail", "cancel")
 
 
 @dataclass(frozen=True)
-class Check:
+class Check(JsonForm):
     """One check run of the head."""
 
     name: str
     bucket: str
     url: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass(frozen=True)
-class CiReport:
+class CiReport(PrHead):
     """What the checks of ``head_sha`` say; ``state`` is green, failing or pending."""
 
-    repo: str
-    pr: int
-    head_sha: str
     state: str
     checks: tuple[Check, ...]
     looks: int

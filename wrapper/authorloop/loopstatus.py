@@ -26,11 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from engine.jsonable import as_json
 from wrapper.authorloop.decisions import Decision
 from wrapper.authorloop.rounds import Round
+from wrapper.jsonform import JsonForm
 
 CEILING = 7
 NEAR_LINES = 3
@@ -39,7 +38,7 @@ REJECT_SHARE = 0.8
 
 
 @dataclass(frozen=True)
-class LoopStatus:
+class LoopStatus(JsonForm):
     """The loop's state, why, and the counts behind it."""
 
     state: str  # continue | one_more_round | stop_clean | stop_ceiling | escalate
@@ -49,9 +48,6 @@ class LoopStatus:
     fixes: int
     rejects: int
     escalations: int
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 def _clean_streak(rounds: Sequence[Round]) -> int:

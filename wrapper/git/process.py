@@ -98,6 +98,19 @@ def check_option_safe(value: str, what: str) -> str:
     return value
 
 
+def check_remote_safe(remote: str) -> str:
+    """:func:`check_option_safe` for a remote, which also refuses a URL with credentials
+    (the token would be in git's argv)."""
+    check_option_safe(remote, "remote")
+    if redact_credentials(remote) != remote:
+        raise ConfigError(
+            "a remote URL with credentials would put a token in argv; "
+            "configure a named remote or a credential helper",
+            "credentials_in_argv",
+        )
+    return remote
+
+
 class GitProcess:
     """The git process of :class:`wrapper.git.Git`, run against ``repo_dir``.
 

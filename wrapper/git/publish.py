@@ -8,7 +8,13 @@ import subprocess
 from dataclasses import dataclass
 
 from wrapper.errors import ConfigError, KdevError
-from wrapper.git.process import GitProcess, check_option_safe, last_line, redact_credentials
+from wrapper.git.process import (
+    GitProcess,
+    check_option_safe,
+    check_remote_safe,
+    last_line,
+    redact_credentials,
+)
 
 
 @dataclass(frozen=True)
@@ -99,13 +105,7 @@ class GitPublish(GitProcess):
         or the remote refused the update) is a :class:`PushResult` with ``rejected``;
         any other failure raises ``KdevError`` ``push_failed``.
         """
-        check_option_safe(remote, "remote")
-        if redact_credentials(remote) != remote:
-            raise ConfigError(
-                "a remote URL with credentials would put a token in argv; "
-                "configure a named remote or a credential helper",
-                "credentials_in_argv",
-            )
+        check_remote_safe(remote)
         check_option_safe(sha, "sha")
         if not re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", sha):
             raise ConfigError(f"{sha!r} is not a full commit sha", "invalid_sha")

@@ -7,7 +7,13 @@ from pathlib import Path
 
 from wrapper.errors import ConfigError, FetchError, WorktreeError
 from wrapper.git.export import EXPORT_CONFIG_ARGS, BlobReader, ExportReport, write_tree
-from wrapper.git.process import FULL_SHA_RE, check_option_safe, last_line, redact_credentials
+from wrapper.git.process import (
+    FULL_SHA_RE,
+    check_option_safe,
+    check_remote_safe,
+    last_line,
+    redact_credentials,
+)
 from wrapper.git.publish import GitPublish
 
 
@@ -36,13 +42,7 @@ class Git(GitPublish):
 
         Raises ``FetchError(..., "fetch_failed")`` with git's last stderr line.
         """
-        check_option_safe(remote, "remote")
-        if redact_credentials(remote) != remote:
-            raise ConfigError(
-                "a remote URL with credentials would put a token in argv; "
-                "configure a named remote or a credential helper",
-                "credentials_in_argv",
-            )
+        check_remote_safe(remote)
         if not refspecs:
             raise ConfigError("fetch needs at least one refspec", "invalid_ref")
         for refspec in refspecs:

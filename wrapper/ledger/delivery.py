@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from wrapper.errors import KdevError, LedgerError
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger, VerdictRecord, check_sha
-from wrapper.notify import send, verdict_notification
+from wrapper.notify import verdict_notification
 from wrapper.post import post_comment
-from wrapper.review.context import targets_for
+from wrapper.review.context import notify
 
 if TYPE_CHECKING:
     from wrapper.review.context import ReviewContext, ReviewRequest
@@ -155,14 +155,7 @@ def deliver(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> st
         note = verdict_notification(
             repo, pr, record.verdict, record.pr_url, record.head_sha, str(path)
         )
-        for problem in send(
-            targets_for(ctx, req),
-            note,
-            environ=ctx.environ,
-            transport=ctx.notify_transport,
-            secrets=known_secrets(ctx.config, ctx.environ),
-        ):
-            log.warning("notification failed: %s", problem)
+        notify(ctx, req, note)
 
     def comment() -> bool:
         posted, detail = post_review_comment(ctx, repo, pr, record)

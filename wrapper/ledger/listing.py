@@ -15,7 +15,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -99,32 +99,14 @@ class LedgerPage:
 def pr_rows(
     repo: str, pr: int, index: dict[str, IndexEntry], markers: Iterable[DeferredMarker]
 ) -> list[LedgerRow]:
-    """The rows of one PR, in listing order."""
+    """The rows of one PR, in listing order: an index entry's row has all its fields."""
     rows = [
-        LedgerRow(
-            repo=repo,
-            pr=pr,
-            head_sha=head,
-            patch_id=entry.patch_id,
-            verdict=entry.verdict,
-            reviewed_at=entry.reviewed_at,
-            kind=entry.kind,
-            carried_from=entry.carried_from,
-            carried_at=entry.carried_at,
-        )
+        LedgerRow(repo=repo, pr=pr, head_sha=head, kind=entry.kind, **asdict(entry))
         for head, entry in index.items()
     ]
+    deferred = RowKind.DEFERRED
     rows.extend(
-        LedgerRow(
-            repo=repo,
-            pr=pr,
-            head_sha=marker.head_sha,
-            patch_id=None,
-            verdict=None,
-            reviewed_at=None,
-            kind=RowKind.DEFERRED,
-            deferred=marker,
-        )
+        LedgerRow(repo=repo, pr=pr, head_sha=marker.head_sha, kind=deferred, deferred=marker)
         for marker in markers
     )
     rows.sort(key=row_key)

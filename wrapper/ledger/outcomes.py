@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine.jsonable import as_json
 from wrapper.errors import ConfigError, KdevError, Outcome
+from wrapper.jsonform import JsonForm
 from wrapper.ledger import jsonl
 from wrapper.ledger.ledger import Ledger, parse_timestamp
 from wrapper.review.review import ReviewReport, ReviewRequest
@@ -35,10 +35,12 @@ log = logging.getLogger("kdev.outcomes")
 FAILED = "failed"
 DEFAULT_KEEP = 200
 OUTCOMES_FILE = "outcomes.jsonl"
+# The fields an entry keeps from the ReviewReport as they are (entry_of).
+REPORT_FIELDS = ("head_sha", "patch_id", "verdict", "artifact", "detail")
 
 
 @dataclass(frozen=True)
-class OutcomeEntry:
+class OutcomeEntry(JsonForm):
     """One invocation's outcome."""
 
     at: datetime
@@ -52,8 +54,7 @@ class OutcomeEntry:
     detail: str = ""
     reopens_at: datetime | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self, timespec="auto")
+    JSON_TIMESPEC = "auto"
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OutcomeEntry:
@@ -128,17 +129,10 @@ def entry_of(command: str, report: ReviewReport, ledger: Ledger, now: datetime) 
         for _repo, pr, marker in ledger.list_deferred(report.repo):
             if pr == report.pr and marker.head_sha == report.head_sha:
                 reopens_at = marker.reopens_at
+    kept = {name: getattr(report, name) for name in REPORT_FIELDS}
+    outcome = report.outcome.value
     return OutcomeEntry(
-        at=now,
-        command=command,
-        outcome=report.outcome.value,
-        reason=reason,
-        head_sha=report.head_sha,
-        patch_id=report.patch_id,
-        verdict=report.verdict,
-        artifact=report.artifact,
-        detail=report.detail,
-        reopens_at=reopens_at,
+        at=now, command=command, outcome=outcome, reason=reason, reopens_at=reopens_at, **kept
     )
 
 

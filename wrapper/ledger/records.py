@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.jsonable import as_json
 from engine.timefmt import iso_utc
 from wrapper.errors import ConfigError
+from wrapper.jsonform import PrHead, json_in_order
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
 DEFERRED_BUDGET_STATE = "deferred:budget"
+TIMESPEC = "auto"  # ledger timestamps (iso_utc): microseconds only where a moment has them
 HEADER_KEYS = (
     "VERDICT",
     "PR",
@@ -49,7 +52,7 @@ def utcnow() -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """``moment`` as ISO 8601 in UTC ending in ``Z``; a naive datetime is a ValueError."""
-    return iso_utc(moment, timespec="auto")
+    return iso_utc(moment, timespec=TIMESPEC)
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -131,16 +134,7 @@ class DeferredMarker:
 
     def to_json(self) -> dict[str, Any]:
         """The marker file's JSON object (``state`` is always ``deferred:budget``)."""
-        return {
-            "state": DEFERRED_BUDGET_STATE,
-            "budget": self.budget,
-            "count": self.count,
-            "limit": self.limit,
-            "reopens_at": None if self.reopens_at is None else format_timestamp(self.reopens_at),
-            "head_sha": self.head_sha,
-            "pr_url": self.pr_url,
-            "created_at": format_timestamp(self.created_at),
-        }
+        return {"state": DEFERRED_BUDGET_STATE, **as_json(self, timespec=TIMESPEC)}
 
 
 @dataclass(frozen=True)
@@ -153,31 +147,23 @@ class LegRecord:
 
 
 @dataclass(frozen=True)
-class LedgerRow:
+class LedgerRow(PrHead):
     """One line of ``kdev verdicts``: an index entry, or a deferred marker."""
 
-    repo: str
-    pr: int
-    head_sha: str
-    patch_id: str | None  # None for a deferred marker
-    verdict: str | None  # None for a deferred marker
-    reviewed_at: datetime | None  # None for a deferred marker (see deferred.created_at)
     kind: RowKind
+    # An index entry's fields (wrapper.ledger.listing.pr_rows copies them all); None for
+    # a deferred marker (its time is deferred.created_at).
+    patch_id: str | None = None
+    verdict: str | None = None
+    reviewed_at: datetime | None = None
     carried_from: str | None = None
-    deferred: DeferredMarker | None = None
     carried_at: datetime | None = None
+    deferred: DeferredMarker | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object for ``kdev verdicts --json``; ``deferred`` is the marker or null."""
-        return {
-            "repo": self.repo,
-            "pr": self.pr,
-            "head_sha": self.head_sha,
-            "patch_id": self.patch_id,
-            "verdict": self.verdict,
-            "reviewed_at": None if self.reviewed_at is None else format_timestamp(self.reviewed_at),
-            "kind": self.kind,
-            "carried_from": self.carried_from,
-            "carried_at": None if self.carried_at is None else format_timestamp(self.carried_at),
-            "deferred": None if self.deferred is None else self.deferred.to_json(),
-        }
+        return json_in_order(
+            self,
+            "repo pr head_sha patch_id verdict reviewed_at kind carried_from carried_at deferred",
+            timespec=TIMESPEC,
+        )

@@ -129,11 +129,8 @@ def admit(req: ReviewRequest, ctx: ReviewContext) -> PullRequest | ReviewReport:
     if req.notify_to is not None:
         ctx.config.recipient(req.notify_to)  # unknown_recipient before any work
     if is_self_comment(ctx, req.repo, req.comment_id):
-        return ReviewReport(
+        return req.report(
             Outcome.SKIPPED_SELF_COMMENT,
-            req.repo,
-            req.pr,
-            req.head_sha,
             detail=f"comment {req.comment_id} was posted by kdev",
         )
     pr = read_metadata(ctx, req)

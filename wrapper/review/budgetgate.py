@@ -52,12 +52,9 @@ def defer(
             req.repo, req.pr, budget, count, limit, reopens_at, pr_url, req.head_sha
         ),
     )
-    return ReviewReport(
+    return req.report(
         Outcome.DEFERRED_BUDGET,
-        req.repo,
-        req.pr,
-        req.head_sha,
-        patch_id,
+        patch_id=patch_id,
         detail=f"{budget}: {count}/{limit}",
     )
 

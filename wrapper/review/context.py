@@ -9,13 +9,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import httpx
 
 from engine.github import GitHubClient
-from engine.jsonable import as_json
 from wrapper.config import KdevConfig, NotifyTarget
 from wrapper.errors import Outcome
+from wrapper.jsonform import JsonForm
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
@@ -38,9 +39,22 @@ class ReviewRequest:
     comment_id: int | None = None  # the comment that summoned this run (a mention)
     notify_to: str | None = None  # --notify-to: a recipient of KDEV_CONFIG (wins)
 
+    def report(self, outcome: Outcome, **decided: Unpack[Decided]) -> ReviewReport:
+        """The :class:`ReviewReport` of ``outcome`` for this request's repo, PR and head."""
+        return ReviewReport(outcome, self.repo, self.pr, self.head_sha, **decided)
+
+
+class Decided(TypedDict, total=False):
+    """The rest of a :class:`ReviewReport`, by name (its fields hold the defaults)."""
+
+    patch_id: str | None
+    verdict: str | None
+    artifact: str | None
+    detail: str
+
 
 @dataclass(frozen=True)
-class ReviewReport:
+class ReviewReport(JsonForm):
     """The decision, printed as one JSON line with ``--json``."""
 
     outcome: Outcome
@@ -51,9 +65,6 @@ class ReviewReport:
     verdict: str | None = None
     artifact: str | None = None
     detail: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return as_json(self)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from wrapper.git import Git
 from wrapper.post import post_comment
 from wrapper.review.budgetgate import defer_for_cap
 from wrapper.review.force import resolve_head
-from wrapper.review.leg import leg_worktree
+from wrapper.review.leg import leg_worktree, prompt_input
 from wrapper.review.prompt import PromptInput, render_describe_prompt
 from wrapper.review.review import (
     ReviewContext,
@@ -77,17 +77,7 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
             if over is not None:
                 return over
             ctx.ledger.record_leg_start(req.repo, req.pr, head_sha)
-        data = PromptInput(
-            repo=req.repo,
-            pr=req.pr,
-            title=pr.title,
-            body=pr.body,
-            author=req.author or pr.user_login,
-            base=pr.base_ref,
-            head_sha=head_sha,
-            diff=diff,
-            pr_url=pr_url,
-        )
+        data = prompt_input(req, pr, head_sha, diff, pr_url)
         return _describe_leg(ctx, req, pr_url, git, patch_id, data)
 
 
@@ -121,12 +111,9 @@ def _describe_leg(
             f"{header}\n\n{output.strip()}\n",
             "describe",
         )
-    return ReviewReport(
+    return req.report(
         Outcome.DESCRIBED,
-        req.repo,
-        req.pr,
-        req.head_sha,
-        patch_id,
+        patch_id=patch_id,
         artifact=posted.html_url or None,
         detail=f"comment {posted.id} posted",
     )

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wrapper.jsonform import json_in_order
+
 _FINDING = re.compile(
     r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\[(P[123])\]|\*\*(P[123])\*\*|(P[123])\b)(.*)$",
     re.MULTILINE,
@@ -42,12 +44,7 @@ class Finding:
     action: str = "post"  # post | annotate | withdraw (the validator's policy applied)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "priority": self.priority,
-            "path": self.path,
-            "line": self.line,
-        }
+        return json_in_order(self, "agent priority path line")
 
 
 def agent_name(name: str) -> str:

@@ -39,6 +39,7 @@ from engine.github import GitHubError
 from engine.timefmt import iso_utc
 from wrapper.errors import KdevError
 from wrapper.gh import post_issue_comment, post_line_comment
+from wrapper.jsonform import JsonForm
 from wrapper.ledger.ledger import Ledger
 from wrapper.post import post_gated
 from wrapper.review.findings import Finding, finding_body, signature
@@ -61,7 +62,7 @@ FINDINGS_LOCK = ".findings.lock"
 
 
 @dataclass(frozen=True)
-class FindingsRound:
+class FindingsRound(JsonForm):
     """What one round was to post and what it posted."""
 
     head_sha: str
@@ -77,19 +78,6 @@ class FindingsRound:
     # uncertain (wrapper.review.validator).
     withdrawn: list[dict[str, Any]] = field(default_factory=list)
     acceptance: dict[str, dict[str, int]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "head_sha": self.head_sha,
-            "patch_id": self.patch_id,
-            "posted_at": self.posted_at,
-            "expected": self.expected,
-            "posted": self.posted,
-            "comments": self.comments,
-            "failures": self.failures,
-            "withdrawn": self.withdrawn,
-            "acceptance": self.acceptance,
-        }
 
 
 def _post_one(target: PostTarget, finding: Finding) -> dict[str, Any]:

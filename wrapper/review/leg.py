@@ -28,6 +28,24 @@ from wrapper.review.sandbox import resolve_sandbox
 log = logging.getLogger("kdev.review")
 
 
+def prompt_input(
+    req: ReviewRequest, pr: PullRequest, head_sha: str, diff: str, pr_url: str
+) -> PromptInput:
+    """What the prompt of a leg on ``head_sha`` of ``req``'s PR is made of (review-pr and
+    describe-pr): the PR's text, its author (``req``'s, else the PR's) and the diff."""
+    return PromptInput(
+        repo=req.repo,
+        pr=req.pr,
+        title=pr.title,
+        body=pr.body,
+        author=req.author or pr.user_login,
+        base=pr.base_ref,
+        head_sha=head_sha,
+        diff=diff,
+        pr_url=pr_url,
+    )
+
+
 @contextmanager
 def leg_worktree(
     ctx: ReviewContext, req: ReviewRequest, git: Git, pr_url: str, prefix: str
@@ -76,17 +94,7 @@ def run_leg(
 ) -> ReviewReport:
     """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune."""
     with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
-        data = PromptInput(
-            repo=req.repo,
-            pr=req.pr,
-            title=pr.title,
-            body=pr.body,
-            author=req.author or pr.user_login,
-            base=pr.base_ref,
-            head_sha=req.head_sha,
-            diff=diff,
-            pr_url=pr_url,
-        )
+        data = prompt_input(req, pr, req.head_sha, diff, pr_url)
         result = _review(ctx, reviewer, git, pr, data, worktree)
         record = VerdictRecord(
             verdict=result.verdict,
@@ -103,15 +111,12 @@ def run_leg(
     detail = deliver(ctx, req, record)
     if result.findings is not None:
         _post_findings(ctx, req, patch_id, result.findings, path)
-    return ReviewReport(
+    return req.report(
         Outcome.REVIEWED,
-        req.repo,
-        req.pr,
-        req.head_sha,
-        patch_id,
-        result.verdict,
-        str(path),
-        detail,
+        patch_id=patch_id,
+        verdict=result.verdict,
+        artifact=str(path),
+        detail=detail,
     )
 
 

@@ -70,15 +70,12 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
     ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
     owed = deliver(ctx, req, record)  # a run killed before its step 9
     _finish_withdrawals(ctx, req, record)  # ... or before its findings were withdrawn
-    return ReviewReport(
+    return req.report(
         Outcome.CARRIED_FORWARD,
-        req.repo,
-        req.pr,
-        req.head_sha,
-        record.patch_id,
-        record.verdict,
-        str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
-        "; ".join(filter(None, (_carried_why(record.head_sha, req.head_sha), owed))),
+        patch_id=record.patch_id,
+        verdict=record.verdict,
+        artifact=str(ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id)),
+        detail="; ".join(filter(None, (_carried_why(record.head_sha, req.head_sha), owed))),
     )
 
 

@@ -33,9 +33,9 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
@@ -125,16 +125,22 @@ def reviewer_environment(
     return environment
 
 
+class RunOptions(TypedDict, total=False):
+    """The keyword options :func:`run_reviewer` passes on to :func:`run_reviewer_text`
+    (whose signature holds their defaults)."""
+
+    extra_env_names: Iterable[str]
+    transport: httpx.BaseTransport | None
+    kill_grace_seconds: float
+    sandbox: Sandbox | None
+
+
 def run_reviewer(
     reviewer: CommandReviewer | OpenAIReviewer,
     prompt: str,
     worktree: Path,
     environ: Mapping[str, str],
-    *,
-    extra_env_names: Iterable[str] = (),
-    transport: httpx.BaseTransport | None = None,
-    kill_grace_seconds: float = KILL_GRACE_SECONDS,
-    sandbox: Sandbox | None = None,
+    **options: Unpack[RunOptions],
 ) -> ReviewResult:
     """Run one review of ``prompt`` and return its verdict; raises as the module says.
 
@@ -146,16 +152,7 @@ def run_reviewer(
     SIGKILL of a command reviewer's process group after its timeout. ``sandbox``
     (:mod:`wrapper.review.sandbox`; None: none) is where a command reviewer runs.
     """
-    output = run_reviewer_text(
-        reviewer,
-        prompt,
-        worktree,
-        environ,
-        extra_env_names=extra_env_names,
-        transport=transport,
-        kill_grace_seconds=kill_grace_seconds,
-        sandbox=sandbox,
-    )
+    output = run_reviewer_text(reviewer, prompt, worktree, environ, **options)
     verdict = parse_verdict(output)
     if verdict is None:
         raise ReviewerFailed(
@@ -274,17 +271,13 @@ def _run_command(
             proxy=endpoint,
         )
         spec = ChildSpec(
-            argv=launch.argv,
-            executable=launch.executable,
-            env=launch.env,
-            cwd=launch.cwd,
+            **asdict(launch),  # what Popen gets: ChildSpec's fields of the same names
             timeout_seconds=reviewer.timeout_seconds,
             kill_grace_seconds=grace_seconds,
             stdout_limit=STDOUT_LIMIT_BYTES,
             stderr_limit=STDERR_TAIL_BYTES,
             stdin=prompt.encode("utf-8") if reviewer.prompt_via == "stdin" else None,
             kill_group_on_exit=True,
-            preexec_fn=launch.preexec_fn,
         )
         try:
             result = supervise(spec)

@@ -16,16 +16,13 @@ def patch_of_head(req: ReviewRequest, pr: PullRequest, git: Git) -> tuple[str, s
     ``skipped_stale_head`` and an empty diff ``skipped_empty_diff``; nothing is recorded."""
     base_ref, _ = fetch_pr_refs(git, pr.base_ref, req.pr)
     if not fetch_head_commit(git, req.head_sha):
-        return ReviewReport(
+        return req.report(
             Outcome.SKIPPED_STALE_HEAD,
-            req.repo,
-            req.pr,
-            req.head_sha,
             detail=f"{req.head_sha} cannot be fetched; current head is {pr.head_sha}",
         )
     info = compute_patch_id(git, base_ref, req.head_sha)
     if info.patch_id is None:
-        return ReviewReport(Outcome.SKIPPED_EMPTY_DIFF, req.repo, req.pr, req.head_sha)
+        return req.report(Outcome.SKIPPED_EMPTY_DIFF)
     return info.patch_id, info.diff
 
 
@@ -34,11 +31,8 @@ def moved_on(req: ReviewRequest, pr: PullRequest, patch_id: str) -> ReviewReport
     (its new head fires on a later poll); None when it still is."""
     if pr.head_sha == req.head_sha:
         return None
-    return ReviewReport(
+    return req.report(
         Outcome.SKIPPED_STALE_HEAD,
-        req.repo,
-        req.pr,
-        req.head_sha,
-        patch_id,
+        patch_id=patch_id,
         detail=f"current head is {pr.head_sha}",
     )

@@ -22,12 +22,10 @@ or ``invalid_repos_config``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from wrapper.config import NotifyTarget, _Strict, check_repo
+from wrapper.config import NotifyTarget, _Strict, check_repo, read_yaml
 from wrapper.errors import ConfigError, KdevError
 
 
@@ -104,17 +102,7 @@ def load_sweep_config(path: str | Path) -> SweepConfig:
     """Read and validate the repos config; relative checkouts are made absolute against
     the file's folder."""
     source = Path(path)
-    try:
-        data: Any = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read repos config {source}: {exc.strerror}", "repos_config_unreadable"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(
-            f"repos config {source} is not valid YAML: {exc}".replace("\n", " "),
-            "invalid_repos_config",
-        ) from None
+    data = read_yaml(source, "repos config", "repos_config_unreadable", "invalid_repos_config")
     if not isinstance(data, dict):
         raise ConfigError(
             f"repos config {source}: the top level must be a mapping", "invalid_repos_config"

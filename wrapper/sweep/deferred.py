@@ -17,6 +17,8 @@ from wrapper.sweep.decide import should_retry
 from wrapper.sweep.report import DeferredRow
 
 log = logging.getLogger("kdev.sweep")
+# What the sweep's context hands a review as it is (a ReviewContext field of each name).
+SHARED_WITH_REVIEW = "ledger github environ clock reviewer_transport notify_transport".split()
 
 
 def retry_deferred(
@@ -49,14 +51,9 @@ def _retry_one(
         kdev = kdev.model_copy(update={"notify": list(entry.notify)})
     review_ctx = ReviewContext(
         config=kdev,
-        ledger=ctx.ledger,
-        github=ctx.github,
-        environ=ctx.environ,
-        clock=ctx.clock,
-        reviewer_transport=ctx.reviewer_transport,
-        notify_transport=ctx.notify_transport,
         # The entry's own targets win over the author's recipient (wrapper.notify.route).
         schedule_notify=None if entry.notify is None else list(entry.notify),
+        **{name: getattr(ctx, name) for name in SHARED_WITH_REVIEW},
     )
     request = ReviewRequest(
         repo=entry.repo,

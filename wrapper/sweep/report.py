@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.jsonable import as_json
+from wrapper.jsonform import JsonForm, PrHead
 
 
 class UpdateOutcome(enum.StrEnum):
@@ -22,65 +22,46 @@ class UpdateOutcome(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class UpdateResult:
-    repo: str
-    pr: int
-    head_sha: str
+class UpdateResult(PrHead):
     outcome: UpdateOutcome
     new_head: str | None = None
     reason: str | None = None
     detail: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass(frozen=True)
-class DigestRow:
+class DigestRow(PrHead):
     """One PR waiting only for a human approval."""
 
-    repo: str
-    pr: int
-    head_sha: str
     verdict_line: str
     artifact: str
     pr_url: str
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass(frozen=True)
-class DeferredRow:
+class DeferredRow(PrHead):
     """A pending ``deferred:budget`` marker, and what the sweep did about it."""
 
-    repo: str
-    pr: int
-    head_sha: str
     budget: str
     reopens_at: datetime | None
     current: bool  # still the PR's head
     retried: str | None = None  # the review outcome when it was retried
     detail: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self, timespec="auto")
+    JSON_TIMESPEC = "auto"
 
 
 @dataclass(frozen=True)
-class HealthProblem:
+class HealthProblem(JsonForm):
     """One line of the health section; ``code`` is stable (docs/sweep.md)."""
 
     code: str  # schedule_<state> | schedule_missing | health_unreadable | budget_exhausted
     subject: str  # a schedule name or a repository
     message: str
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass
-class RepoReport:
+class RepoReport(JsonForm):
     """The sweep of one repository; ``error``/``reason`` when it could not be swept."""
 
     repo: str
@@ -90,9 +71,6 @@ class RepoReport:
     digest: list[DigestRow] = field(default_factory=list)
     deferred: list[DeferredRow] = field(default_factory=list)
     unreviewed: list[int] = field(default_factory=list)  # open PRs whose head has no verdict
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 @dataclass

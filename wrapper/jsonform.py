@@ -1,0 +1,49 @@
+"""The ``to_json`` of kdev's result dataclasses, named once (issue 26).
+
+:func:`engine.jsonable.as_json` converts a dataclass field by field, in declaration
+order. Two shapes kept coming back around it, each written out by hand per class:
+
+- :class:`JsonForm`, a base whose ``to_json`` is ``as_json`` of the instance (with the
+  class's ``JSON_TIMESPEC``), for a class whose JSON keys are its fields, in order;
+- :class:`PrHead`, the JsonForm of a result about one head of one PR: its first keys
+  are ``repo``, ``pr`` and ``head_sha`` (a ledger row, a sweep's rows, a CI report);
+- :func:`json_in_order`, for a class whose JSON shows its fields (some renamed, or only
+  some of them) in another order than they are declared in: the keys are named once,
+  in the order they are printed, and a key that is no field is a KeyError, never a
+  silent gap.
+
+Pure: :mod:`engine.jsonable` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from engine.jsonable import as_json
+
+
+class JsonForm:
+    """A dataclass whose JSON form is its fields, in declaration order."""
+
+    # How datetimes are shown (:func:`engine.timefmt.iso_utc`'s ``timespec``).
+    JSON_TIMESPEC: ClassVar[str] = "seconds"
+
+    def to_json(self) -> dict[str, Any]:
+        return as_json(self, timespec=self.JSON_TIMESPEC)
+
+
+@dataclass(frozen=True)
+class PrHead(JsonForm):
+    """What a result is about: the head ``head_sha`` of PR ``pr`` of ``repo``."""
+
+    repo: str
+    pr: int
+    head_sha: str
+
+
+def json_in_order(obj: Any, keys: str, **options: Any) -> dict[str, Any]:
+    """``as_json(obj, **options)`` with just ``keys`` (names split on white space, after
+    ``rename``), in that order."""
+    converted = as_json(obj, **options)
+    return {key: converted[key] for key in keys.split()}
