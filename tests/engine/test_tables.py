@@ -38,9 +38,7 @@ sys.stdout.write(repr(b"".join(chunks).decode()))
 NAME_STATUS = (["name", "status"], [["nightly", "FAILED"], ["x" * 300, None]])
 
 
-def on_a_terminal(
-    no_color: bool, table: tuple[list[str], list[list[object]]] = NAME_STATUS
-) -> str:
+def on_a_terminal(no_color: bool, table: tuple[list[str], list[list[object]]] = NAME_STATUS) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
     env.update({"PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "COLUMNS": "80"})
     if no_color:
