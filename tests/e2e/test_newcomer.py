@@ -160,9 +160,8 @@ class Shell:
         try:
             yield Shell(self.home, self.terminal_env(terminal, log))
             assert terminal.poll() is None, f"li engine run ended:\n{log.read_text()}"
-            (engine,) = (
-                Path(f"/proc/{terminal.pid}/task/{terminal.pid}/children").read_text().split()
-            )
+            status = self.run(["li", "engine", "status", "--json"])
+            (engine,) = [e["pid"] for e in json.loads(status.stdout) if e["state"] == "running"]
             os.kill(int(engine), signal.SIGTERM)
             assert terminal.wait(timeout=60) == 0, log.read_text()
         finally:
@@ -264,3 +263,5 @@ def test_a_newcomer_following_the_readme_gets_what_it_promises(
     checkout = shell.home / "src" / "widgets"
     absent = shell.run(["git", "-C", str(checkout), "cat-file", "-e", fork["head_sha"]])
     assert absent.returncode != 0, "the fork's head reached the checkout"
+    logged = (shell.home / ".terminal.log").read_text()  # the engine's log lines
+    assert "review-prs" in logged and TOKEN not in logged and API_KEY not in logged
