@@ -22,8 +22,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two workers (the CI machine has two cores), one test file per worker at a time: a
+# file's tests share its module fixtures and run in order (D77).
+PYTEST_WORKERS ?= 2
+
 pytest: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --numprocesses $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

@@ -12,7 +12,11 @@ the same interpreter in the same loop (the floor no Python command goes under):
   ``_LI_COMPLETE=complete_bash`` (the protocol of the script ``li --show-completion bash``
   prints);
 - **list**: ``li schedule list`` on an empty SQLite database (migrated by an untimed
-  first call, as the first command on a machine does).
+  first call, as the first command on a machine does): the fast path of
+  ``engine.cli.quicklist``, no SQLAlchemy;
+- **db current**: ``li db current`` on the same database, a verb on the store's path
+  (SQLAlchemy, pydantic-settings: what every other verb pays, and ``li schedule list``
+  on PostgreSQL); no target, shown for what is left.
 
 The targets: version, help and completion within 4x of the floor, list within 8x.
 ``python -m bench.startup --li PATH`` times another install's ``li`` (its own
@@ -31,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CASES = ("python", "version", "help", "schedule_help", "completion", "list")
+CASES = ("python", "version", "help", "schedule_help", "completion", "list", "db_current")
 LABELS = {
     "python": "python -c pass (floor)",
     "version": "li --version",
@@ -39,6 +43,7 @@ LABELS = {
     "schedule_help": "li schedule --help",
     "completion": "TAB: li sch",
     "list": "li schedule list (empty)",
+    "db_current": "li db current",
 }
 TARGETS = {"version": 4.0, "help": 4.0, "completion": 4.0, "list": 8.0}
 
@@ -80,6 +85,7 @@ def cases(li: Path, workdir: Path) -> dict[str, tuple[list[str], dict[str, str]]
         "schedule_help": ([str(li), "schedule", "--help"], env),
         "completion": ([str(li)], completion),
         "list": ([str(li), "schedule", "list"], env),
+        "db_current": ([str(li), "db", "current"], env),
     }
 
 

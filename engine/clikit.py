@@ -156,6 +156,16 @@ class PlainGroup(TyperGroup):
         return params
 
 
+class PlainCommand(TyperCommand):
+    """A verb whose bool and enum options (``-h`` and ``--json`` among them) are
+    :class:`PlainOption` when it parses: a verb that needs no pydantic imports none."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)
+        plain_options(params)
+        return params
+
+
 # -- verbs imported when they run ------------------------------------------------------
 
 
@@ -250,7 +260,7 @@ def lazy_group(verbs: dict[str, str], owner: typer.Typer) -> type[TyperGroup]:
                 suggest_commands=owner.suggest_commands,
             )
         return get_command_from_info(
-            CommandInfo(name=name, callback=target),
+            CommandInfo(name=name, callback=target, cls=PlainCommand),
             pretty_exceptions_short=owner.pretty_exceptions_short,
             rich_markup_mode=owner.rich_markup_mode,
         )

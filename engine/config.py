@@ -4,7 +4,8 @@ Everything else receives a :class:`Settings` (or a field of it), so tests pass t
 values instead of patching the environment. The model is a pydantic-settings
 ``BaseSettings``; :meth:`Settings.from_env` reads its variables through pydantic-settings'
 ``EnvSettingsSource`` over an explicit mapping (``os.environ`` when none is given), and
-keyword construction reads no environment at all.
+keyword construction reads no environment at all. :mod:`engine.plainenv` tells, without
+pydantic, whether an environment is one this model plainly accepts (issue 25).
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
-import platformdirs
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
@@ -39,6 +38,7 @@ from engine.github.limits import (
     MIN_MAX_BODY_BYTES,
     default_poll_threads,
 )
+from engine.plainenv import default_database_url as default_database_url
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 EXECUTABLE_NAME = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]*$")
@@ -60,12 +60,6 @@ _EXPECTED = {
     "LI_GITHUB_DEADLINE": f"a number of seconds, at least {MIN_DEADLINE_SECONDS:g}",
     "LI_GITHUB_MAX_REDIRECTS": f"a whole number from 0 to {MAX_MAX_REDIRECTS}",
 }
-
-
-def default_database_url() -> str:
-    """``sqlite:///<user data dir>/li/li.db`` (platformdirs), the embedded default."""
-    data_dir = Path(platformdirs.user_data_dir("li", appauthor=False))
-    return f"sqlite:///{data_dir / 'li.db'}"
 
 
 def _env(*names: str) -> AliasChoices:

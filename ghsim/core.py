@@ -45,6 +45,17 @@ class GhsimError(RuntimeError):
     """A helper was called with something the simulator does not know or cannot do."""
 
 
+class Unprocessable(GhsimError):
+    """GitHub's 422: ``message`` and its ``errors`` (strings, or objects with ``code``), the
+    answer a route gives when a helper it calls refuses the request (issue 27)."""
+
+    def __init__(self, message: str, errors: list[Any] | None = None, doc: str = "") -> None:
+        super().__init__(message if not errors else f"{message}: {errors}")
+        self.message = message
+        self.errors = errors
+        self.doc = doc
+
+
 def _real_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -265,7 +276,7 @@ class SimCore:
         latest: dict[str, CommitStatus] = {}
         for s in self._statuses:
             if s.repo is repo and s.sha == sha:
-                latest[s.context] = s
+                latest[s.context.lower()] = s  # GitHub: the context is case-insensitive
         return sorted(latest.values(), key=lambda s: s.id, reverse=True)
 
     def _head_tip(self, pr: Pull) -> str:

@@ -272,6 +272,24 @@ class Git:
             shown.update(range(first, first + (1 if count is None else int(count))))
         return shown
 
+    def file_diff(self, repo: Path, base: str, head: str, path: str) -> str:
+        """``git diff -U3 base head -- path`` (GitHub's three lines of context; no renames)."""
+        return self.run(repo, "diff", "--no-renames", "-U3", base, head, "--", path).stdout
+
+    def commits_between(self, repo: Path, base: str, head: str) -> list[str]:
+        """The shas reachable from ``head`` and not from ``base`` (a pull's commits)."""
+        return self.out(repo, "rev-list", f"{base}..{head}").split()
+
+    def file_at(self, repo: Path, sha: str, path: str) -> bytes | None:
+        """The content of ``path`` at commit ``sha``, or None when it has no such file."""
+        proc = subprocess.run(
+            ["git", "-C", str(repo), "show", f"{sha}:{path}"],
+            capture_output=True,
+            env=self.env,
+            check=False,
+        )
+        return proc.stdout if proc.returncode == 0 else None
+
     def diff_files(self, repo: Path, base: str, head: str) -> list[FileChange]:
         """Per-file status, blob, additions and deletions of ``base..head`` (no renames)."""
         raw = self.out(repo, "diff", "--no-renames", "--raw", "--no-abbrev", base, head)

@@ -155,6 +155,13 @@ class Comment:
     review_id: int | None = None
     in_reply_to_id: int | None = None
     user_null: bool = False
+    # Where a review comment is anchored (issue 27): the side of ``line``, the first line
+    # and side of a multi-line range, its diff position and the hunk text GitHub serves.
+    side: str = "RIGHT"
+    start_line: int | None = None
+    start_side: str | None = None
+    position: int | None = None
+    diff_hunk: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -173,11 +180,13 @@ class Review:
     repo: Repo
     pull_number: int
     id: int
-    state: str  # APPROVED | CHANGES_REQUESTED | COMMENTED | DISMISSED
+    state: str  # APPROVED | CHANGES_REQUESTED | COMMENTED | DISMISSED | PENDING
     body: str
     user: User
     commit_id: str
-    submitted_at: datetime
+    submitted_at: datetime | None  # None while PENDING (not submitted)
+    # A PENDING review's comments: drafts only its author sees, kept out of the feeds.
+    drafts: list[Comment] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -221,6 +230,7 @@ class CommitStatus:
     target_url: str | None
     created_at: datetime
     updated_at: datetime
+    creator: User | None = None  # the token's user for statuses posted over REST
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "sha": self.sha, "context": self.context, "state": self.state}

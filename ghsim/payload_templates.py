@@ -29,6 +29,7 @@ REVIEW_COMMENT: dict[str, Any] = load_template("review-comments-list.json")[0]
 REVIEW: dict[str, Any] = load_template("pull-reviews-list.json")[0]
 CHECK_RUNS: dict[str, Any] = load_template("check-runs-list.json")
 COMBINED_STATUS: dict[str, Any] = load_template("combined-status.json")
+STATUS: dict[str, Any] = load_template("status.json")
 RATE_LIMIT: dict[str, Any] = load_template("rate-limit.json")
 USER: dict[str, Any] = PULL_FULL["user"]
 LABEL: dict[str, Any] = PULL_FULL["labels"][0]

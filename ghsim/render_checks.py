@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from ghsim.model import CheckRun, CommitStatus, Pull, Repo, iso, node_id
-from ghsim.payload_templates import CHECK_RUNS, COMBINED_STATUS, fill
+from ghsim.payload_templates import CHECK_RUNS, COMBINED_STATUS, STATUS, fill
 from ghsim.render_shared import SharedRenderer
 
 
@@ -83,6 +83,24 @@ class CheckRenderer(SharedRenderer):
             context=s.context,
             created_at=iso(s.created_at),
             updated_at=iso(s.updated_at),
+        )
+
+    def status(self, s: CommitStatus) -> dict[str, Any]:
+        """One status with its ``creator`` (create and list; the combined view has none)."""
+        creator = self.user(s.creator, STATUS["creator"])
+        return fill(
+            copy.deepcopy(STATUS),
+            url=f"{self.repo_api(s.repo)}/statuses/{s.sha}",
+            avatar_url=None if creator is None else creator["avatar_url"],
+            id=s.id,
+            node_id=node_id("StatusContext", s.id),
+            state=s.state,
+            description=s.description,
+            target_url=s.target_url,
+            context=s.context,
+            created_at=iso(s.created_at),
+            updated_at=iso(s.updated_at),
+            creator=creator,
         )
 
     def combined_status(self, repo: Repo, sha: str, statuses: list[CommitStatus]) -> dict[str, Any]:

@@ -36,16 +36,17 @@ class ConversationRenderer(SharedRenderer):
         html = f"{html_repo}/pull/{c.pull_number}#discussion_r{c.id}"
         pull_url = f"{api_repo}/pulls/{c.pull_number}"
         line = c.line if c.line is not None else 1
+        position = c.position if c.position is not None else line
         obj = fill(
             copy.deepcopy(REVIEW_COMMENT),
             url=url,
             pull_request_review_id=c.review_id,
             id=c.id,
             node_id=node_id("PullRequestReviewComment", c.id),
-            diff_hunk=f"@@ -{line},1 +{line},1 @@",
+            diff_hunk=c.diff_hunk or f"@@ -{line},1 +{line},1 @@",
             path=c.path or "README.md",
-            position=line,
-            original_position=line,
+            position=position,
+            original_position=position,
             commit_id=c.commit_id,
             original_commit_id=c.commit_id,
             in_reply_to_id=c.in_reply_to_id,
@@ -61,22 +62,23 @@ class ConversationRenderer(SharedRenderer):
                 "html": {"href": html},
                 "pull_request": {"href": pull_url},
             },
-            start_line=None,
-            original_start_line=None,
-            start_side=None,
+            start_line=c.start_line,
+            original_start_line=c.start_line,
+            start_side=c.start_side,
             line=line,
             original_line=line,
-            side="RIGHT",
+            side=c.side,
         )
         if c.in_reply_to_id is None:
             obj.pop("in_reply_to_id", None)  # GitHub omits the key on thread roots
         return obj
 
     def review(self, r: Review, association: str) -> dict[str, Any]:
+        """A review; a PENDING one has no ``submitted_at`` (it is not submitted)."""
         api_repo, html_repo = self.repo_api(r.repo), self.repo_html(r.repo)
         html = f"{html_repo}/pull/{r.pull_number}#pullrequestreview-{r.id}"
         pull_url = f"{api_repo}/pulls/{r.pull_number}"
-        return fill(
+        obj = fill(
             copy.deepcopy(REVIEW),
             id=r.id,
             node_id=node_id("PullRequestReview", r.id),
@@ -90,3 +92,6 @@ class ConversationRenderer(SharedRenderer):
             commit_id=r.commit_id,
             author_association=association,
         )
+        if r.submitted_at is None:
+            obj.pop("submitted_at", None)
+        return obj

@@ -68,7 +68,13 @@ def get_pull(ctx: Ctx, owner: str, name: str, number: str) -> dict[str, Any]:
 def list_reviews(ctx: Ctx, owner: str, name: str, number: str) -> list[dict[str, Any]]:
     repo = _repo(ctx, owner, name)
     pr = _pull(ctx, repo, number)
-    reviews = [r for r in ctx.sim._reviews if r.repo is repo and r.pull_number == pr.number]
+    reviews = [
+        r
+        for r in ctx.sim._reviews
+        if r.repo is repo
+        and r.pull_number == pr.number
+        and (r.state != "PENDING" or (ctx.user is not None and ctx.user.id == r.user.id))
+    ]
     return [
         ctx.render.review(r, ctx.sim.association(r.user, repo)) for r in _paginate(ctx, reviews)
     ]

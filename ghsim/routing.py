@@ -26,10 +26,18 @@ if TYPE_CHECKING:
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, message: str, doc: str = DOCS) -> None:
+    """GitHub's error answer; ``errors`` (strings or objects) go between ``message`` and
+    ``documentation_url``, where GitHub puts them."""
+
+    def __init__(
+        self, status: int, message: str, doc: str = DOCS, errors: list[Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
-        self.body = error_body(message, doc, status)
+        body = error_body(message, doc, status)
+        if errors is not None:
+            body = {"message": message, "errors": errors, **body}
+        self.body = body
 
 
 @dataclass
@@ -77,6 +85,7 @@ _PARAM_PATTERN = {
     "pull_number": r"\d+",
     "issue_number": r"\d+",
     "comment_id": r"\d+",
+    "review_id": r"\d+",
     "ref": ".+",
     "basehead": ".+",
     "branch": ".+",

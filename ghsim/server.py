@@ -57,7 +57,7 @@ RPC_METHODS = frozenset(
     set_pr_user_null set_head_repo_null
     set_time advance use_real_time sync branch_sha repo_path pull pulls clear_requests
     thread_resolved minimized protect_branch unprotect_branch add_ruleset grant_admin
-    add_review_bot review_bots
+    add_review_bot review_bots create_review review_comments create_status apply_suggestion
     """.split()
 )
 

@@ -3,6 +3,7 @@
 The helpers live one concern a module, each a base class on top of
 :class:`ghsim.core.SimCore` (state, clock, tokens, lookups): ``repos.py``, ``pulls.py``
 (git: open, push, sync, merge), ``pull_edits.py``, ``conversation.py``, ``checks.py``,
+``reviews.py`` (creating reviews), ``suggestions.py``,
 ``protection.py``, ``bots.py``, ``faults.py``, ``traffic.py`` (rate limits, request log)
 and ``facts.py`` (what the routes derive). Every helper takes ``self.lock``.
 
@@ -20,10 +21,12 @@ from ghsim.faults import FaultSim
 from ghsim.pull_edits import PullEditSim
 from ghsim.pulls import PullSim
 from ghsim.repos import RepoSim
+from ghsim.suggestions import SuggestionSim
 from ghsim.traffic import TrafficSim
 
 
 class SimState(
+    SuggestionSim,
     ConversationSim,
     CheckSim,
     PullSim,

@@ -209,7 +209,7 @@ def build_timeline(
         carried = f" carried from {row.carried_from[:7]}" if row.carried_from else ""
         timeline.append(
             Line(
-                row.reviewed_at,
+                row.carried_at or row.reviewed_at,  # a carry's own moment (D76)
                 "ledger",
                 f"{row.kind} {row.verdict} head {row.head_sha[:7]}{carried}",
             )
@@ -229,6 +229,17 @@ def _ago(moment: datetime | None, now: datetime) -> str:
     if seconds < 172800:
         return f"{seconds // 3600}h ago"
     return f"{seconds // 86400}d ago"
+
+
+def _ledger_line(label: str, entry: LedgerRow, now: datetime) -> str:
+    """A head the ledger has a verdict for: reviewed, or carried (when, and from where)."""
+    if entry.carried_from is None:
+        return f"{label}: reviewed {entry.verdict} {_ago(entry.reviewed_at, now)}"
+    when = _ago(entry.carried_at, now) if entry.carried_at else "(an older kdev: time unknown)"
+    return (
+        f"{label}: reviewed {entry.verdict} carried forward {when} from "
+        f"{entry.carried_from[:7]}, reviewed {_ago(entry.reviewed_at, now)}"
+    )
 
 
 def verdict(
@@ -254,7 +265,7 @@ def verdict(
         return last.outcome, _outcome_line(label, last, how, now)
     for entry in rows:
         if entry.head_sha == head and entry.verdict and entry.deferred is None:
-            return "reviewed", f"{label}: reviewed {entry.verdict} {_ago(entry.reviewed_at, now)}"
+            return "reviewed", _ledger_line(label, entry, now)
     decided = [d for d in side.decisions if d.head_sha == head]
     if decided:
         return _decision_line(label, decided[-1], side, how)

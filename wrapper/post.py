@@ -27,6 +27,11 @@ checks the source). It applies, in order:
    decided by this set of posted ids alone, never by the account that posted.
 
 Bodies longer than :data:`MAX_BODY_CHARS` (GitHub's limit is 65536) are cut, with a note.
+
+:class:`PostingContext` names what posting on one PR takes (the client, the ledger, the
+config, kdev's environment, the repository and the PR): the author-loop workflows
+(reply, close-out, request-reviews, triage) take one, built once by their CLI verb
+(:func:`wrapper.cli.common.posting_context`), instead of six parameters each.
 """
 
 from __future__ import annotations
@@ -51,6 +56,35 @@ log = logging.getLogger("kdev.comments")  # the name it logged under as wrapper.
 MAX_BODY_CHARS = 60000
 TRUNCATION_NOTE = "\n\n_(kdev: the rest of the output was cut to fit one comment)_\n"
 COMMENT_POST_FAILED = "comment_post_failed"
+
+
+@dataclass(frozen=True)
+class PostingContext:
+    """Everything a body posted on ``repo`` #``pr`` needs: the client that posts it, the
+    ledger its id is recorded in, the config (mentions, secrets) and kdev's environment
+    (the secret canary's values)."""
+
+    github: GitHubClient
+    ledger: Ledger
+    config: KdevConfig
+    environ: Mapping[str, str]
+    repo: str
+    pr: int
+
+    def gated(
+        self,
+        raw: str,
+        purpose: str,
+        send: Callable[[str], dict[str, Any]],
+        *,
+        failure_reason: str = COMMENT_POST_FAILED,
+        mention: Collection[str] = (),
+    ) -> dict[str, Any]:
+        """:func:`post_gated` on this PR."""
+        return post_gated(
+            self.ledger, self.config, self.environ, self.repo, self.pr, raw, purpose, send,
+            failure_reason, mention=mention,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

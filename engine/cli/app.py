@@ -27,7 +27,7 @@ __all__ = ["EXIT_RUN_NOT_SUCCEEDED", "app"]
 # name -> "module:function", in help order.
 SCHEDULE_VERBS = {
     "add": "engine.cli.schedule_add:schedule_add",
-    "list": "engine.cli.schedule_show:schedule_list",
+    "list": "engine.cli.schedule_list:schedule_list",
     "show": "engine.cli.schedule_show:schedule_show",
     "runs": "engine.cli.schedule_show:schedule_runs",
     "run": "engine.cli.schedule_show:schedule_run",

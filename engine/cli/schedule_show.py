@@ -1,4 +1,4 @@
-"""``li schedule list|show|runs|run``: schedules and their runs."""
+"""``li schedule show|runs|run``: a schedule and its runs (``list``: engine.cli.schedule_list)."""
 
 from __future__ import annotations
 
@@ -16,39 +16,11 @@ from engine.cli.common import (
     schedule_dict,
     settings,
     table,
-    trigger_text,
 )
 from engine.durations import format_duration
 from engine.poll.decisions import list_pr_runs
 from engine.store.models import RunStatus
 from engine.termsafe import echo
-
-
-def schedule_list(as_json: bool = typer.Option(False, "--json")) -> None:
-    """List every schedule."""
-
-    def work() -> None:
-        rows = open_store(settings()).list_schedules()
-        if as_json:
-            emit_json([schedule_dict(r) for r in rows])
-            return
-        table(
-            ["name", "enabled", "trigger", "command", "next fire", "last fire", "runs"],
-            [
-                [
-                    r.name,
-                    "yes" if r.enabled else "paused",
-                    trigger_text(r),
-                    r.command,
-                    iso(r.next_fire_at),
-                    iso(r.last_fire_at),
-                    r.run_count,
-                ]
-                for r in rows
-            ],
-        )
-
-    guarded(work)
 
 
 def schedule_show(name: str, as_json: bool = typer.Option(False, "--json")) -> None:

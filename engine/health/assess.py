@@ -430,7 +430,9 @@ EXIT_CODES: Mapping[HealthState, int] = {
     HealthState.OVERDUE: 22,
     HealthState.FAILING: 23,
 }
-PAGING_STATES = frozenset({HealthState.BLIND, HealthState.STALE, HealthState.OVERDUE})
+# The states that page are exactly those with an exit code: a row's ``paging`` and the
+# exit status never disagree (a failing schedule paged nobody before; issue 25).
+PAGING_STATES = frozenset(EXIT_CODES)
 
 
 def health_exit_code(states: Iterable[HealthState]) -> int:

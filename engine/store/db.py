@@ -1,5 +1,8 @@
 """Database engine factory and schema migrations (alembic, run programmatically).
 
+Alembic is imported only to migrate: the revision check reads ``alembic_version`` and
+compares it with :data:`engine.store.schemahead.HEAD_REVISION` (issue 25).
+
 SQLite (the default) gets WAL and a busy timeout; PostgreSQL goes through psycopg 3.
 A SQLite file li creates is 0600 (its folder 0700): it holds the output tails of runs.
 SQLite gives the -wal, -shm and -journal files the mode of the database file.
@@ -11,17 +14,18 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from engine.errors import DatabaseError, InvalidInput
+from engine.store.schemahead import HEAD_REVISION as HEAD_REVISION
+from engine.store.schemahead import VERSION_TABLE
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -120,6 +124,8 @@ def make_engine(url: str, *, create_parent: bool = False) -> Engine:
 
 def alembic_config(engine: Engine) -> Config:
     """An alembic Config bound to ``engine`` (no alembic.ini needed)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option(
@@ -130,21 +136,39 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def head_revision(engine: Engine) -> str | None:
-    """The newest migration revision in ``engine/migrations/``."""
-    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    """The newest migration revision in ``engine/migrations/`` (without alembic)."""
+    return HEAD_REVISION
+
+
+def script_head_revision() -> str | None:
+    """The head as alembic's script directory computes it (imports alembic)."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The revision the database is at (None for a blank database)."""
+    """The revision the database is at (None for a blank database): the row of
+    ``alembic_version``, read as alembic's ``MigrationContext`` reads it."""
     try:
         with engine.connect() as connection:
-            return MigrationContext.configure(connection).get_current_revision()
+            if not inspect(connection).has_table(VERSION_TABLE):
+                return None
+            rows = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
     except SQLAlchemyError as exc:
         raise translate_db_error(exc, engine) from None
+    if len(rows) > 1:
+        raise DatabaseError(
+            f"database has {len(rows)} schema revisions in {VERSION_TABLE}, not one",
+            "schema_not_at_head",
+        )
+    return str(rows[0][0]) if rows else None
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the database up to ``revision`` (idempotent)."""
+    from alembic import command
+
     try:
         command.upgrade(alembic_config(engine), revision)
     except SQLAlchemyError as exc:
@@ -153,6 +177,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def downgrade(engine: Engine, revision: str) -> None:
     """Migrate the database down to ``revision`` (``base`` empties it)."""
+    from alembic import command
+
     try:
         command.downgrade(alembic_config(engine), revision)
     except SQLAlchemyError as exc:

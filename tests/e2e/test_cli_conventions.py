@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,16 @@ def test_shell_completion_can_be_installed(program: str) -> None:
     assert "--install-completion" in run(program, "--help").stdout
 
 
+def _option_type(written: Any, names: dict[str, Any]) -> str:
+    """An annotation as written; a named option (wrapper/cli/options.py, an ``Annotated``
+    alias) as the type it annotates."""
+    alias = names.get(written) if isinstance(written, str) else written
+    if typing.get_origin(alias) is typing.Annotated:
+        kind = typing.get_args(alias)[0]
+        return getattr(kind, "__name__", None) or str(kind)
+    return str(written)
+
+
 def all_options(program_app: Any) -> list[tuple[str, Any, str]]:
     """(command path, parameter, its annotation as written) of every command's options."""
     found = []
@@ -237,7 +248,8 @@ def all_options(program_app: Any) -> list[tuple[str, Any, str]]:
         for param in command.params:
             annotation = ""
             if signature is not None and param.name in signature.parameters:
-                annotation = str(signature.parameters[param.name].annotation)
+                written = signature.parameters[param.name].annotation
+                annotation = _option_type(written, inspect.unwrap(callback).__globals__)
             found.append((path, param, annotation))
         for name, child in getattr(command, "commands", {}).items():
             pending.append((f"{path} {name}".strip(), child))

@@ -76,8 +76,14 @@ def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
 # Get branch protection lists 200 and 404 only, but a GitHub App or Actions token without
 # the administration permission gets 403 "Resource not accessible by integration" (e.g.
 # renovatebot/renovate#23885); the body is GitHub's usual error object.
+# Create a commit status lists 201 only, but GitHub refuses a bad status with 422 and a
+# validation error whose ``errors`` are objects (``resource: Status``, ``code: custom``,
+# e.g. "description is too long (maximum is 140 characters)": zalando/zappr#378,
+# sclorg/testing-farm-as-github-action#187; "This SHA and context has reached the maximum
+# number of statuses.": palantir/policy-bot#470), which is the ``validation-error`` schema.
 UNLISTED_STATUSES = {
     ("GET", "/repos/{owner}/{repo}/branches/{branch}/protection", 403): "basic-error",
+    ("POST", "/repos/{owner}/{repo}/statuses/{sha}", 422): "validation-error",
 }
 
 
@@ -117,6 +123,7 @@ class Scenario:
     issue_comment: int
     head: str  # the pull's head sha, for a new review comment
     changed: str  # a path the pull changes
+    review: int  # a COMMENTED review with one line comment (issue 27)
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +173,11 @@ def scenario() -> Iterator[Scenario]:
                         rules=[{"type": "deletion"}, {"type": "non_fast_forward"}])  # fmt: skip
         sim.add_ruleset(REPO, "trial", include=["~ALL"], enforcement="evaluate",
                         required_approvals=3)  # fmt: skip
-        yield Scenario(sim, pr.number, root.id, issue.id, pr.head_sha, "a.txt")
+        line = {"path": "a.txt", "line": 1, "body": "```suggestion\nONE\n```"}
+        made = sim.create_review(
+            REPO, pr.number, ("collab", 31), event="COMMENT", body="see", comments=[line]
+        )
+        yield Scenario(sim, pr.number, root.id, issue.id, pr.head_sha, "a.txt", made.id)
 
 
 @pytest.fixture(scope="module")
@@ -228,9 +239,37 @@ def requests_for(s: Scenario) -> list[tuple[str, str, Any, int]]:
         ("PATCH", f"{r}/issues/comments/{s.issue_comment}", {"body": "edited"}, 200),
         ("PATCH", f"{r}/issues/comments/{s.issue_comment}", {"body": ""}, 422),
         ("PATCH", f"{r}/pulls/comments/{s.review_root}", {"body": "edited nit"}, 200),
+        *review_requests(s),
         ("PUT", f"{r}/pulls/{n}/update-branch", {"expected_head_sha": "0" * 40}, 422),
         ("PUT", f"{r}/pulls/{n}/update-branch", {}, 202),
         ("PUT", f"{r}/pulls/{n}/update-branch", {}, 422),  # no longer behind
+    ]
+
+
+def review_requests(s: Scenario) -> list[tuple[str, str, Any, int]]:
+    """Issue 27's routes: reviews with line comments, their reads, statuses."""
+    r, n = f"/repos/{REPO}", s.pr
+    reviews = f"{r}/pulls/{n}/reviews"
+    suggestion = {"path": s.changed, "line": 1, "body": "```suggestion\nuno\n```"}
+    outside = {"path": s.changed, "line": 9, "body": "not in the diff"}
+    return [
+        ("POST", reviews, {"event": "COMMENT", "body": "ok", "comments": [suggestion]}, 200),
+        ("POST", reviews, {"event": "APPROVE"}, 200),
+        ("POST", reviews, {"event": "COMMENT", "body": "x", "comments": [outside]}, 422),
+        ("POST", reviews, {"event": "REQUEST_CHANGES"}, 422),  # a body is required
+        ("POST", reviews, {"event": "COMMENT", "body": "x", "commit_id": "0" * 40}, 422),
+        ("POST", reviews, {"event": "APPROVED"}, 422),  # not an event
+        ("POST", reviews, {"comments": [suggestion]}, 200),  # PENDING
+        ("POST", reviews, {}, 422),  # one pending review per user
+        ("GET", f"{reviews}/{s.review}", None, 200),
+        ("GET", f"{reviews}/999", None, 404),
+        ("GET", f"{reviews}/{s.review}/comments", None, 200),
+        ("GET", f"{reviews}/999/comments", None, 404),
+        ("POST", f"{r}/statuses/{s.head}", {"state": "success", "context": "ci/new"}, 201),
+        ("POST", f"{r}/statuses/{s.head}", {"state": "done"}, 422),
+        ("POST", f"{r}/statuses/{s.head}", {"state": "error", "description": "d" * 141}, 422),
+        ("GET", f"{r}/commits/{s.head}/statuses", None, 200),
+        ("GET", f"{r}/commits/main/statuses", None, 200),  # []
     ]
 
 
@@ -267,7 +306,7 @@ def test_every_response_validates_against_the_openapi_description(
         problems += problems_with(method, path, response)
         validated += 1
     assert problems == [], "\n".join(problems)
-    assert validated >= 47
+    assert validated >= 64
 
 
 def test_a_304_carries_no_body_and_is_a_listed_status(client: httpx.Client) -> None:

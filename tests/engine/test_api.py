@@ -146,6 +146,6 @@ def test_schedule_health_rows_are_li_schedule_health_typed(world: World) -> None
         assert row.state == item.health.state.value
         assert [c.message for c in row.causes] == [c.message for c in item.health.causes]
         assert row.last_poll_at == item.facts.last_poll_at
-        assert row.paging == (row.state in ("blind", "stale", "overdue"))
+        assert row.paging == (row.state in ("blind", "stale", "overdue", "failing"))
     assert one == next(row for row in rows if row.name == "watch")
     assert one.last_healthy_poll_at is not None

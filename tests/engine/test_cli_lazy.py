@@ -101,12 +101,55 @@ def test_a_verb_imports_its_own_module_and_not_the_others(tmp_path: Path) -> Non
     result, modules = run_li(tmp_path, "schedule", "list")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[:2] == ["NAME", "ENABLED"]
-    assert {"sqlalchemy", "engine.store.store", "engine.cli.schedule_show"} <= modules
-    assert modules & VERB_MODULES == {"engine.cli.schedule_show"}
+    assert {"sqlalchemy", "engine.store.store", "engine.cli.schedule_list"} <= modules
+    assert modules & VERB_MODULES == {"engine.cli.schedule_list"}
     assert "httpx" not in modules  # only the verbs that talk to GitHub import the client
     shown, modules = run_li(tmp_path, "schedule", "add", "--help")
     assert shown.returncode == 0 and "--max-runs" in shown.stdout, shown.stderr
     assert modules & VERB_MODULES == {"engine.cli.schedule_add"}
+
+
+# What `li schedule list` on a SQLite database at head does without (issue 25): the
+# schema is checked with no alembic, read with no SQLAlchemy, the settings with no pydantic.
+LIST_NEVER = {"alembic", "sqlalchemy", "pydantic", "pydantic_settings", "apscheduler", "httpx"}
+
+
+def test_listing_an_empty_sqlite_database_imports_no_alembic_sqlalchemy_or_pydantic(
+    tmp_path: Path,
+) -> None:
+    first, modules = run_li(tmp_path, "schedule", "list")  # creates and migrates the file
+    assert first.returncode == 0, first.stderr
+    assert "alembic" in modules  # the migration needs it, and only the migration
+    for args in (["schedule", "list"], ["schedule", "list", "--json"]):
+        result, modules = run_li(tmp_path, *args)
+        assert result.returncode == 0, result.stderr
+        assert {name.partition(".")[0] for name in modules} & LIST_NEVER == set()
+        assert "engine.store.store" not in modules and "engine.config" not in modules
+    assert result.stdout.strip() == "[]"
+    table, _ = run_li(tmp_path, "schedule", "list")
+    assert table.stdout.split() == "NAME ENABLED TRIGGER COMMAND NEXT FIRE LAST FIRE RUNS".split()
+
+
+def test_a_database_behind_head_is_still_migrated_by_list(tmp_path: Path) -> None:
+    from engine.store import db as dbmod
+
+    url = f"sqlite:///{tmp_path / 'li.db'}"
+    engine = dbmod.make_engine(url, create_parent=True)
+    dbmod.upgrade(engine, "0010")
+    result, modules = run_li(tmp_path, "schedule", "list")
+    assert result.returncode == 0, result.stderr
+    assert "alembic" in modules
+    assert dbmod.current_revision(engine) == dbmod.HEAD_REVISION
+    engine.dispose()
+
+
+def test_a_malformed_setting_still_fails_list_in_one_line(tmp_path: Path) -> None:
+    run_li(tmp_path, "schedule", "list")
+    result, _ = run_li(tmp_path, "schedule", "list", extra_env={"LI_POLL_THREADS": "0"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: LI_POLL_THREADS must be a whole number from 1 to 100, got '0' [invalid_setting]"
+    )
 
 
 def test_an_invalid_root_option_keeps_typers_error(tmp_path: Path) -> None:
@@ -190,3 +233,17 @@ def test_a_verb_whose_help_is_not_a_plain_docstring_is_imported_to_list_it(
     assert imported == ["verbs_decorated"]  # verbs_plain was listed from its source
     assert "Say hello." in page and "Shout it." in page and "Say bye." in page
     assert "Say hi." not in page
+
+
+def test_an_invalid_verb_option_keeps_typers_error(tmp_path: Path) -> None:
+    """A verb's enum option coerced without pydantic (engine.clikit.PlainCommand) still
+    gives typer's error word for word for a value it does not know."""
+    result, modules = run_li(
+        tmp_path, "schedule", "add", "x", "--every", "60", "--overlap", "bogus", "sh"
+    )
+    assert result.returncode == 2
+    assert "pydantic" in modules
+    assert result.stderr.strip() == (
+        "error: Invalid value for '--overlap': Value error, 'bogus' is not one of "
+        "'skip', 'allow'. (li schedule add) [usage_error]"
+    )

@@ -17,6 +17,7 @@ from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
+from engine.api import open_readonly
 from engine.cli.app import app
 from engine.health.assess import EXIT_CODES, HealthState, health_exit_code
 from engine.poll.config import validate_poll_config
@@ -106,6 +107,13 @@ def test_each_unhealthy_state_exits_with_its_own_code(
     }
     assert li(db_url, "schedule", "health", "--exit-zero") == (0, out)
     assert li(db_url, "schedule", "health", "fine")[0] == 0
+    # The typed surface kdev's sweep reads pages on the same states (a failing review
+    # schedule paged nobody in the sweep's digest before).
+    with open_readonly(db_url) as api:
+        assert {row.name: row.paging for row in api.schedule_health()} == {
+            "fine": False,
+            state: True,
+        }
 
 
 def test_the_most_severe_state_shown_decides_the_code() -> None:

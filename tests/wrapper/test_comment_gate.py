@@ -29,7 +29,7 @@ from wrapper.authorloop.threads import reply
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError, Outcome
 from wrapper.ledger.ledger import Ledger
-from wrapper.post import post_gated
+from wrapper.post import PostingContext, post_gated
 
 _ = bench  # the shared fixture
 
@@ -50,9 +50,8 @@ def test_every_reply_is_gated_and_its_id_recorded(
     extra: dict[str, Any] = {"path": "a.py", "line": 1} if kind == "review" else {}
     asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9), kind=kind, **extra)
     config = mention_config(bench)
-    result = reply(
-        client, config, {}, REPO, pr.number, asked.id, f"@{HANDLE} review", bench.ledger()
-    )
+    ctx = PostingContext(client, bench.ledger(), config, {}, REPO, pr.number)
+    result = reply(ctx, asked.id, f"@{HANDLE} review")
     posted = bench.sim.get_comment(REPO, result.id)
     assert find_mention(posted.body, HANDLE) is None  # neutralised
     assert result.id in bench.ledger().posted_comment_ids(REPO)
@@ -65,11 +64,10 @@ def test_a_reply_cannot_be_posted_without_a_ledger(
     bench: Bench,  # noqa: F811
     client: GitHubClient,
 ) -> None:
-    assert inspect.signature(reply).parameters["ledger"].default is inspect.Parameter.empty
+    assert inspect.signature(PostingContext).parameters["ledger"].default is inspect.Parameter.empty
     pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
-    asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9))
     with pytest.raises(TypeError):
-        reply(client, mention_config(bench), {}, REPO, pr.number, asked.id, "ok")  # type: ignore[call-arg]
+        PostingContext(client, config=mention_config(bench), environ={}, repo=REPO, pr=pr.number)  # type: ignore[call-arg]
     assert not bench.sim.requests_to("/comments", "POST")
 
 
@@ -136,7 +134,11 @@ def _post_on(
     asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9), kind=kind, **extra)
     settings_ = Settings(github_api_url=bench.sim.url, github_token=bench.token)
     with GitHubClient(settings_) as made:
-        reply(made, config, environ, REPO, pr.number, asked.id, hostile, bench.ledger())
+        reply(
+            PostingContext(made, bench.ledger(), config, environ, REPO, pr.number),
+            asked.id,
+            hostile,
+        )
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -179,14 +181,13 @@ def test_an_operator_reply_pings_whom_it_names(
     asked = bench.sim.comment(REPO, pr.number, "why?", ("alice", 9))
     config = mention_config(bench)
     text = "@carol please look; the reviewer said @dave and #3"
-    result = reply(
-        client, config, {}, REPO, pr.number, asked.id, text, bench.ledger(), mention=["carol"]
-    )
+    ctx = PostingContext(client, bench.ledger(), config, {}, REPO, pr.number)
+    result = reply(ctx, asked.id, text, mention=["carol"])
     body = bench.sim.get_comment(REPO, result.id).body
     assert "@carol please" in body and "@&#8203;dave" in body and "#&#8203;3" in body
     for bad in (HANDLE, "@carol", "a/b/c"):
         with pytest.raises(ConfigError) as caught:
-            reply(client, config, {}, REPO, pr.number, asked.id, "x", bench.ledger(), [bad])
+            reply(ctx, asked.id, "x", [bad])
         assert caught.value.reason == "invalid_mention_name"
     assert len(bench.sim.requests_to(r"/comments$", "POST")) == 1
 
@@ -222,8 +223,9 @@ def test_a_body_with_a_secret_is_posted_on_no_path(
 
 
 _WRITES = {"post_issue_comment", "post_line_comment", "post_rest"}
-# Where a write is defined rather than used: the generic POST of kdev's own GitHub calls.
-_DEFINES_WRITES = {"gh.py"}
+# Where a write is defined rather than used: the generic POST of kdev's own GitHub calls
+# (gh_reviews.py: reviews with line comments and statuses, issue 27).
+_DEFINES_WRITES = {"gh.py", "gh_reviews.py"}
 
 
 def _write_call(node: ast.AST) -> bool:
@@ -239,15 +241,22 @@ def _write_call(node: ast.AST) -> bool:
     return name == "request" and isinstance(first, ast.Constant) and first.value != "GET"
 
 
+def _is_gate(func: ast.expr) -> bool:
+    if isinstance(func, ast.Attribute):
+        return func.attr == "gated"
+    return getattr(func, "id", "") == "post_gated"
+
+
 def _gated_sends(tree: ast.AST) -> set[ast.AST]:
-    """The nested functions handed by name to ``post_gated`` in the function around them."""
+    """The nested functions handed by name to ``post_gated`` (or to a
+    :class:`wrapper.post.PostingContext`'s ``gated``) in the function around them."""
     found: set[ast.AST] = set()
     for outer in ast.walk(tree):
         if not isinstance(outer, ast.FunctionDef):
             continue
         inner = {n.name: n for n in outer.body if isinstance(n, ast.FunctionDef)}
         for call in ast.walk(outer):
-            if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "post_gated":
+            if isinstance(call, ast.Call) and _is_gate(call.func):
                 names = [a.id for a in call.args if isinstance(a, ast.Name)]
                 found.update(inner[name] for name in names if name in inner)
     return found

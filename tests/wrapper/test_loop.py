@@ -34,7 +34,8 @@ def item(
     line: int | None = 3,
 ) -> Feedback:
     return Feedback(
-        "inline", ident, f"N{ident}", "bot", source, priority, "body", "2026-12-01T00:00:00Z",
+        kind="inline", id=ident, node_id=f"N{ident}", user="bot", source=source,
+        priority=priority, body="body", created_at="2026-12-01T00:00:00Z",
         path=path, line=line, basis=basis,
     )  # fmt: skip
 

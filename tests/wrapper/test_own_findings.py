@@ -33,7 +33,8 @@ def entry(ident: int, priority: str, validation: str | None = "VALID") -> dict[s
 
 def item(ident: int, user: str = "kdev-bot", source: Source = Source.HUMAN) -> Feedback:
     # kdev's token is often a person's: its comments read as source "human".
-    return Feedback("issue", ident, f"N{ident}", user, source, Priority.P3, SIGNED, "t",
+    return Feedback(kind="issue", id=ident, node_id=f"N{ident}", user=user, source=source,
+                    priority=Priority.P3, body=SIGNED, created_at="t",
                     basis=Basis.HEURISTIC, agent="pci")  # fmt: skip
 
 

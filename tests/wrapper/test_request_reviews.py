@@ -26,6 +26,7 @@ from wrapper.authorloop.requests import (
 from wrapper.config import DEFAULT_BOTS, KdevConfig, ReviewBots
 from wrapper.errors import ConfigError
 from wrapper.ledger.ledger import Ledger
+from wrapper.post import PostingContext
 
 REPO = "octo/widgets"
 TOKEN = "tok-requests"
@@ -85,8 +86,8 @@ def test_every_bot_is_asked_and_an_exhausted_one_falls_to_the_next(
     pull = sim.open_pr(REPO, "feature/x", {"app.py": "print(2)\n"})
     ledger = Ledger(tmp_path / "reviews")
     config = KdevConfig(review_bots=ReviewBots(per_round=2))
-    env = {"GITHUB_TOKEN": TOKEN}
-    first = request_reviews(client, ledger, config, env, REPO, pull.number, clock=sim.now)
+    ctx = PostingContext(client, ledger, config, {"GITHUB_TOKEN": TOKEN}, REPO, pull.number)
+    first = request_reviews(ctx, clock=sim.now)
     assert [(r.bot, r.state) for r in first] == [
         ("gemini", "requested"),
         ("cursor", "requested"),
@@ -97,7 +98,7 @@ def test_every_bot_is_asked_and_an_exhausted_one_falls_to_the_next(
     assert all(r.comment_id in ledger.posted_comment_ids(REPO) for r in first if r.comment_id)
 
     sim.comment(REPO, pull.number, GEMINI_QUOTA, author=("gemini-code-assist[bot]", 9001))
-    second = request_reviews(client, ledger, config, env, REPO, pull.number, clock=sim.now)
+    second = request_reviews(ctx, clock=sim.now)
     assert [(r.bot, r.state) for r in second] == [
         ("gemini", "exhausted"),
         ("cursor", "requested"),
@@ -107,7 +108,7 @@ def test_every_bot_is_asked_and_an_exhausted_one_falls_to_the_next(
     assert read_state(ledger, REPO, T0.date()) == {"gemini": GEMINI_QUOTA}
     # Tomorrow the mark has expired and the quota comment is yesterday's.
     sim.advance(timedelta(days=1).total_seconds())
-    third = request_reviews(client, ledger, config, env, REPO, pull.number, clock=sim.now)
+    third = request_reviews(ctx, clock=sim.now)
     assert [(r.bot, r.state) for r in third][0] == ("gemini", "requested")
 
 

@@ -141,7 +141,7 @@ def test_a_head_absent_from_the_index_is_not_clean() -> None:
 def test_stale_blind_overdue_and_missing_review_schedules_are_health_problems() -> None:
     def row(name: str, state: str, *messages: str) -> ScheduleHealthRow:
         causes = tuple(HealthCause("c", message) for message in messages)
-        paging = state in ("stale", "blind", "overdue")
+        paging = state in ("stale", "blind", "overdue", "failing")
         return ScheduleHealthRow(name, state, paging, causes, None, None, None)
 
     rows = [

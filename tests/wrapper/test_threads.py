@@ -26,6 +26,7 @@ from wrapper.authorloop.threads import (
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError, LedgerError
 from wrapper.ledger.ledger import Ledger
+from wrapper.post import PostingContext
 
 REPO = "octo/widgets"
 GEMINI = ("gemini-code-assist[bot]", 176961590)
@@ -55,9 +56,8 @@ def test_reply_to_inline_comment_is_threaded_and_neutralised(
     pr = sim.open_pr(REPO, "feature", {"a.py": "x = 1\n"})
     root = sim.comment(REPO, pr.number, "![high] leak", GEMINI, kind="review", path="a.py", line=1)
     ledger = Ledger(tmp_path)
-    result = reply(
-        client, CONFIG, {}, REPO, pr.number, root.id, "Fixed in abc. cc @kdev-bot", ledger
-    )
+    ctx = PostingContext(client, ledger, CONFIG, {}, REPO, pr.number)
+    result = reply(ctx, root.id, "Fixed in abc. cc @kdev-bot")
     assert result.kind == "inline"
     created = sim.get_comment(REPO, result.id)
     assert created.in_reply_to_id == root.id and created.path == "a.py"
@@ -73,7 +73,8 @@ def test_reply_to_issue_comment_quotes_its_id(
     pr = sim.open_pr(REPO, "feature", {"a.py": "x = 1\n"})
     asked = sim.comment(REPO, pr.number, "Why not a dict?", "alice")
     ledger = Ledger(tmp_path)
-    result = reply(client, CONFIG, {}, REPO, pr.number, asked.id, "Order matters here.", ledger)
+    ctx = PostingContext(client, ledger, CONFIG, {}, REPO, pr.number)
+    result = reply(ctx, asked.id, "Order matters here.")
     assert result.id in ledger.posted_comment_ids(REPO)
     created = sim.get_comment(REPO, result.id)
     assert result.kind == "issue" and created.kind == "issue"
@@ -91,21 +92,24 @@ def test_reply_failures(sim: GitHubSim, client: GitHubClient, tmp_path: Path) ->
         (987654, COMMENT_NOT_FOUND),
         (elsewhere.id, COMMENT_NOT_ON_PR),
     ]
+    ctx = PostingContext(client, ledger, CONFIG, {}, REPO, pr.number)
     for target, reason in cases:
         with pytest.raises(KdevError) as caught:
-            reply(client, CONFIG, {}, REPO, pr.number, target, "ok", ledger)
+            reply(ctx, target, "ok")
         assert caught.value.reason == reason
     question = sim.comment(REPO, pr.number, "q", "alice")
     with pytest.raises(LedgerError) as leaked:
         reply(
-            client,
-            KdevConfig(mention_handle="kdev-bot", secret_env=["API_KEY"]),
-            {"API_KEY": "s3cr3t-value-123456"},
-            REPO,
-            pr.number,
+            PostingContext(
+                client,
+                ledger,
+                KdevConfig(mention_handle="kdev-bot", secret_env=["API_KEY"]),
+                {"API_KEY": "s3cr3t-value-123456"},
+                REPO,
+                pr.number,
+            ),
             question.id,
             "here: s3cr3t-value-123456",
-            ledger,
         )
     assert leaked.value.reason == "secret_in_output"
     assert not sim.requests_to("/comments", "POST")

@@ -226,6 +226,22 @@ def test_an_unknown_bot_falls_back_to_keywords_and_says_so() -> None:
     assert shown["marker"] == decided.marker
 
 
+def test_the_json_form_keeps_its_keys_and_their_order() -> None:
+    """``kdev comments --json``: the keys of an item and of the report, in the order they
+    were written by hand before the dataclasses' own order gave them (issue 26)."""
+    [item] = build_feedback([_comment(1, "coderabbitai[bot]", "a nit")], [], [], [])
+    assert list(item.to_json()) == [
+        "kind", "id", "node_id", "user", "source", "priority", "priority_source", "marker",
+        "path", "line", "state", "thread_id", "resolved", "replies", "agent", "own_finding",
+        "validation", "created_at", "body",
+    ]  # fmt: skip
+    report = summarise("octo/widgets", 5, [item], 0).to_json()
+    assert list(report) == [
+        "repo", "pr", "by_priority", "by_source", "by_file", "open_threads", "items"
+    ]  # fmt: skip
+    assert report["items"] == [item.to_json()] and report["by_priority"]["P3"] == 1
+
+
 def test_the_json_names_the_deciding_marker() -> None:
     body = "_⚠️ Potential issue_ | _🔴 Critical_\n\nThis is a nit, but a data loss."
     [item] = build_feedback([_comment(1, "coderabbitai[bot]", body)], [], [], [])

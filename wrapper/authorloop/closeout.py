@@ -17,18 +17,15 @@ lists, per comment, the steps it acted on now and the steps passed before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.github import GitHubClient
 from engine.jsonable import as_json
 from wrapper.authorloop.decisions import Decision, read_decisions, write_decisions
 from wrapper.authorloop.feedback import Feedback, collect_feedback
 from wrapper.authorloop.threads import hide, reply, resolve
-from wrapper.config import KdevConfig
 from wrapper.gh import get_pull
-from wrapper.ledger.ledger import Ledger
+from wrapper.post import PostingContext
 
 STEPS = ("replied", "resolved", "hidden")
 
@@ -59,15 +56,9 @@ def reply_text(decision: Decision, head_sha: str) -> str:
     return f"Won't fix: {decision.reason}"
 
 
-def close_out(
-    github: GitHubClient,
-    ledger: Ledger,
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-) -> list[Closed]:
-    """Close every settled comment of ``repo`` #``pr`` (see the module doc)."""
+def close_out(ctx: PostingContext) -> list[Closed]:
+    """Close every settled comment of ``ctx.repo`` #``ctx.pr`` (see the module doc)."""
+    github, ledger, repo, pr = ctx.github, ctx.ledger, ctx.repo, ctx.pr
     head = get_pull(github, repo, pr).head_sha
     feedback = {item.id: item for item in collect_feedback(github, repo, pr).items}
     decided = read_decisions(ledger, repo, pr)
@@ -81,7 +72,7 @@ def close_out(
         for step in STEPS:
             if step in decision.closed:
                 continue
-            if _do(step, github, ledger, config, environ, repo, pr, item, decision, head):
+            if _do(step, ctx, item, decision, head):
                 acted.append(step)
             decision = replace(decision, closed=(*decision.closed, step))
             decided = {**decided, comment_id: decision}
@@ -90,27 +81,16 @@ def close_out(
     return report
 
 
-def _do(
-    step: str,
-    github: GitHubClient,
-    ledger: Ledger,
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    item: Feedback,
-    decision: Decision,
-    head: str,
-) -> bool:
+def _do(step: str, ctx: PostingContext, item: Feedback, decision: Decision, head: str) -> bool:
     """Do one step; False when it does not apply (no reply to a review summary, no
     thread to resolve outside inline comments)."""
     if step == "replied" and item.kind != "review":
-        reply(github, config, environ, repo, pr, item.id, reply_text(decision, head), ledger)
+        reply(ctx, item.id, reply_text(decision, head))
         return True
     if step == "resolved" and item.kind == "inline":
-        resolve(github, repo, pr, item.node_id)
+        resolve(ctx.github, ctx.repo, ctx.pr, item.node_id)
         return True
     if step == "hidden":
-        hide(github, item.node_id)
+        hide(ctx.github, item.node_id)
         return True
     return False

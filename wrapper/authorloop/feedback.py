@@ -9,10 +9,11 @@ their thread's resolution state, read with :func:`wrapper.authorloop.threads.lis
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from engine.github import GitHubClient, GitHubError
+from engine.jsonable import as_json
 from wrapper.authorloop.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
 from wrapper.authorloop.triage import Basis, Priority, Source, detect_source, triage
 from wrapper.errors import ConfigError, KdevError
@@ -21,9 +22,10 @@ from wrapper.review.findings import AGENT_NAME, signed_by
 CONVERSATION = "(conversation)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Feedback:
-    """One piece of feedback. ``kind`` is ``issue``, ``inline`` or ``review``."""
+    """One piece of feedback. ``kind`` is ``issue``, ``inline`` or ``review``. Its
+    ``--json`` form is its fields in this order (``basis`` shown as ``priority_source``)."""
 
     kind: str
     id: int
@@ -31,68 +33,41 @@ class Feedback:
     user: str
     source: Source
     priority: Priority
-    body: str
-    created_at: str
+    basis: Basis = Basis.HEURISTIC  # what decided the priority
+    marker: str | None = None  # the deciding marker (or keyword), if any
     path: str | None = None
     line: int | None = None
     state: str | None = None  # review summaries: APPROVED, CHANGES_REQUESTED ...
     thread_id: str | None = None
     resolved: bool | None = None  # inline only
     replies: int = 0
-    basis: Basis = Basis.HEURISTIC  # what decided the priority
-    marker: str | None = None  # the deciding marker (or keyword), if any
     agent: str | None = None  # the kdev-agent signature ending the body, if any
     # kdev's own roster finding (by its recorded comment id, never by the signature, which
     # anyone can type): its validator answer, if any (wrapper.authorloop.own_findings).
     own_finding: bool = False
     validation: str | None = None
+    created_at: str
+    body: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "id": self.id,
-            "node_id": self.node_id,
-            "user": self.user,
-            "source": self.source.value,
-            "priority": self.priority.value,
-            "priority_source": self.basis.value,
-            "marker": self.marker,
-            "path": self.path,
-            "line": self.line,
-            "state": self.state,
-            "thread_id": self.thread_id,
-            "resolved": self.resolved,
-            "replies": self.replies,
-            "agent": self.agent,
-            "own_finding": self.own_finding,
-            "validation": self.validation,
-            "created_at": self.created_at,
-            "body": self.body,
-        }
+        return as_json(self, rename={"basis": "priority_source"})
 
 
 @dataclass(frozen=True)
 class FeedbackReport:
-    """The feedback of one PR plus its summaries."""
+    """The feedback of one PR plus its summaries; its ``--json`` form is its fields in
+    this order."""
 
     repo: str
     pr: int
+    by_priority: dict[str, int]
+    by_source: dict[str, int]
+    by_file: dict[str, dict[str, int]]
+    open_threads: int
     items: list[Feedback]
-    by_priority: dict[str, int] = field(default_factory=dict)
-    by_source: dict[str, int] = field(default_factory=dict)
-    by_file: dict[str, dict[str, int]] = field(default_factory=dict)
-    open_threads: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "pr": self.pr,
-            "by_priority": self.by_priority,
-            "by_source": self.by_source,
-            "by_file": self.by_file,
-            "open_threads": self.open_threads,
-            "items": [item.to_json() for item in self.items],
-        }
+        return as_json(self)
 
 
 def _login(item: dict[str, Any]) -> tuple[str, str | None]:
@@ -118,14 +93,14 @@ def _comment(kind: str, c: dict[str, Any], **extra: Any) -> Feedback:
     body = str(c.get("body") or "")
     decided = triage(body)
     return Feedback(
-        kind,
-        int(c["id"]),
-        str(c.get("node_id") or ""),
-        login,
-        detect_source(login, account),
-        decided.priority,
-        body,
-        str(c.get("created_at") or ""),
+        kind=kind,
+        id=int(c["id"]),
+        node_id=str(c.get("node_id") or ""),
+        user=login,
+        source=detect_source(login, account),
+        priority=decided.priority,
+        body=body,
+        created_at=str(c.get("created_at") or ""),
         basis=decided.basis,
         marker=decided.marker,
         agent=signed_by(body),
@@ -170,14 +145,14 @@ def build_feedback(
         login, kind = _login(r)
         items.append(
             Feedback(
-                "review",
-                int(r["id"]),
-                str(r.get("node_id") or ""),
-                login,
-                detect_source(login, kind),
-                (decided := triage(body, review_state=state)).priority,
-                body,
-                str(r.get("submitted_at") or ""),
+                kind="review",
+                id=int(r["id"]),
+                node_id=str(r.get("node_id") or ""),
+                user=login,
+                source=detect_source(login, kind),
+                priority=(decided := triage(body, review_state=state)).priority,
+                body=body,
+                created_at=str(r.get("submitted_at") or ""),
                 basis=decided.basis,
                 marker=decided.marker,
                 state=state,
@@ -198,7 +173,7 @@ def summarise(repo: str, pr: int, items: list[Feedback], open_threads: int) -> F
         by_source[item.source.value] = by_source.get(item.source.value, 0) + 1
         where = by_file.setdefault(item.path or CONVERSATION, {p.value: 0 for p in Priority})
         where[item.priority.value] += 1
-    return FeedbackReport(repo, pr, items, by_priority, by_source, by_file, open_threads)
+    return FeedbackReport(repo, pr, by_priority, by_source, by_file, open_threads, items)
 
 
 def collect_feedback(

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from engine.github import GitHubClient
 from engine.jsonable import as_json
-from wrapper.config import KdevConfig, ReviewBot
+from wrapper.config import ReviewBot
 from wrapper.errors import ConfigError
 from wrapper.gh import post_issue_comment
 from wrapper.ledger.ledger import Ledger
 from wrapper.neutralise import mentions_in
-from wrapper.post import post_gated
+from wrapper.post import PostingContext
 
 NO_REVIEW_BOT = "no_review_bot"
 STATE_FILE = "bots.json"
@@ -122,17 +121,11 @@ def write_state(ledger: Ledger, repo: str, today: date, exhausted: Mapping[str, 
 
 
 def request_reviews(
-    github: GitHubClient,
-    ledger: Ledger,
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    *,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ctx: PostingContext, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 ) -> list[BotRequest]:
-    """One request (see the module doc)."""
-    bots = config.review_bots
+    """One request on ``ctx.repo`` #``ctx.pr`` (see the module doc)."""
+    github, ledger, repo, pr = ctx.github, ctx.ledger, ctx.repo, ctx.pr
+    bots = ctx.config.review_bots
     today = clock().astimezone(UTC).date()
     comments = github.get_rest(
         f"repos/{repo}/issues/{pr}/comments", {"per_page": 100}, conditional=False, paginate=True
@@ -151,12 +144,7 @@ def request_reviews(
         if item.state != "requested":
             done.append(item)
             continue
-        created = post_gated(
-            ledger,
-            config,
-            environ,
-            repo,
-            pr,
+        created = ctx.gated(
             triggers[item.bot],
             f"review-request:{item.bot}",
             send,

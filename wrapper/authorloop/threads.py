@@ -10,16 +10,16 @@
   ``resolveReviewThread``; :func:`reopen` runs ``unresolveReviewThread`` on it (a
   resolved finding reopened); :func:`hide` runs ``minimizeComment(classifier: OUTDATED)``.
 
-Everything posted goes through the one comment gate, :func:`wrapper.post.post_gated`
-(prepared with the configured ``mention_handle``, or prose escaped without one; secret
-canary; the posted id recorded in the ledger, which is required, so kdev never answers
-its own comments).
+Everything posted goes through the one comment gate, :func:`wrapper.post.post_gated`,
+by the PR's :class:`wrapper.post.PostingContext` (prepared with the configured
+``mention_handle``, or prose escaped without one; secret canary; the posted id recorded
+in the ledger, which is required, so kdev never answers its own comments).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,7 @@ from engine.github import NOT_FOUND, GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError
 from wrapper.gh import get_comment
-from wrapper.ledger.ledger import Ledger
-from wrapper.post import post_gated
+from wrapper.post import PostingContext
 
 log = logging.getLogger("kdev.threads")
 
@@ -164,17 +163,9 @@ def _belongs_to(comment: dict[str, Any], pr: int, key: str) -> bool:
 
 
 def reply(
-    github: GitHubClient,
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    comment_id: int,
-    text: str,
-    ledger: Ledger,
-    mention: Collection[str] = (),
+    ctx: PostingContext, comment_id: int, text: str, mention: Collection[str] = ()
 ) -> ReplyResult:
-    """Reply to comment ``comment_id`` of ``repo`` #``pr`` with ``text``.
+    """Reply to comment ``comment_id`` of ``ctx.repo`` #``ctx.pr`` with ``text``.
 
     Like every posted body, ``text`` pings nobody but the names of ``mention_allow`` and
     of ``mention`` (the operator's ``kdev reply --mention``; a bad name or kdev's own
@@ -186,16 +177,15 @@ def reply(
     """
     if not text.strip():
         raise ConfigError("the reply text is empty", "invalid_reply")
-    _check_mentions(config, mention)
+    _check_mentions(ctx.config, mention)
+    github, repo, pr = ctx.github, ctx.repo, ctx.pr
     inline = _find(github, repo, comment_id, "diff")
     if inline is not None:
         if not _belongs_to(inline, pr, "pull_request_url"):
             raise KdevError(f"comment {comment_id} is not on {repo} #{pr}", COMMENT_NOT_ON_PR)
         path = f"repos/{repo}/pulls/{pr}/comments/{comment_id}/replies"
         what = f"cannot reply to comment {comment_id}"
-        return _gated(
-            github, ledger, config, environ, repo, pr, text, "inline", path, what, mention
-        )
+        return _gated(ctx, text, "inline", path, what, mention)
     issue = _find(github, repo, comment_id, "issue")
     if issue is not None:
         if not _belongs_to(issue, pr, "issue_url"):
@@ -204,9 +194,7 @@ def reply(
         quoted = f"> Re: comment {comment_id} by {user}\n\n{text}"
         path = f"repos/{repo}/issues/{pr}/comments"
         what = "cannot post reply"
-        return _gated(
-            github, ledger, config, environ, repo, pr, quoted, "issue", path, what, mention
-        )
+        return _gated(ctx, quoted, "issue", path, what, mention)
     if _is_review(github, repo, pr, comment_id):
         raise KdevError(
             f"{comment_id} is a review summary of {repo} #{pr}; GitHub has no reply to a "
@@ -252,31 +240,18 @@ def _is_review(github: GitHubClient, repo: str, pr: int, review_id: int) -> bool
 
 
 def _gated(
-    github: GitHubClient,
-    ledger: Ledger,
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    raw: str,
-    kind: str,
-    path: str,
-    what: str,
-    mention: Collection[str] = (),
+    ctx: PostingContext, raw: str, kind: str, path: str, what: str, mention: Collection[str] = ()
 ) -> ReplyResult:
     """Posts ``raw`` to ``path`` through the one comment gate (prepared, secret canary,
     id recorded in the ledger)."""
 
     def send(body: str) -> dict[str, Any]:
         try:
-            return github.post_rest(path, {"body": body})
+            return ctx.github.post_rest(path, {"body": body})
         except GitHubError as exc:
             raise _github_error(what, exc, REPLY_FAILED) from None
 
-    created = post_gated(
-        ledger, config, environ, repo, pr, raw, f"reply-{kind}", send, REPLY_FAILED,
-        mention=mention,
-    )  # fmt: skip
+    created = ctx.gated(raw, f"reply-{kind}", send, failure_reason=REPLY_FAILED, mention=mention)
     return ReplyResult(
         kind, created["id"], str(created.get("node_id") or ""), str(created.get("html_url") or "")
     )

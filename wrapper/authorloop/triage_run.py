@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from engine.github import GitHubClient, PullRequest
+from engine.github import PullRequest
 from wrapper.authorloop.decisions import (
     Decision,
     decide,
@@ -22,12 +22,11 @@ from wrapper.authorloop.decisions import (
 from wrapper.authorloop.feedback import collect_feedback
 from wrapper.authorloop.own_findings import as_own, own_findings
 from wrapper.authorloop.triage_leg import TRIAGE_REVIEWER_FAILED, ask_triage_reviewer, backend_of
-from wrapper.config import KdevConfig
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
 from wrapper.leakscan import known_secrets
-from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
+from wrapper.post import PostingContext
 
 
 @dataclass(frozen=True)
@@ -40,18 +39,11 @@ class TriageReport:
     ignored: list[str] = field(default_factory=list)
 
 
-def run_triage(
-    github: GitHubClient,
-    ledger: Ledger,
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    manual: Mapping[int, tuple[str, str]],
-) -> TriageReport:
-    """Decide every open comment of ``repo`` #``pr``; returns all stored decisions and
-    the undecided ones. A failed triage reviewer leg is KdevError
+def run_triage(ctx: PostingContext, manual: Mapping[int, tuple[str, str]]) -> TriageReport:
+    """Decide every open comment of ``ctx.repo`` #``ctx.pr``; returns all stored
+    decisions and the undecided ones. A failed triage reviewer leg is KdevError
     ``triage_reviewer_failed``, raised after the other decisions are stored."""
+    github, ledger, config, repo, pr = ctx.github, ctx.ledger, ctx.config, ctx.repo, ctx.pr
     pull = get_pull(github, repo, pr)
     mine = ledger.posted_comment_ids(repo)
     own = own_findings(ledger, repo, pr)
@@ -76,7 +68,7 @@ def run_triage(
     if backend is not None and asked:
         try:
             answer = ask_triage_reviewer(
-                backend, asked, ledger=ledger, config=config, environ=environ,
+                backend, asked, ledger=ledger, config=config, environ=ctx.environ,
                 repo=repo, pr=pr, head_sha=pull.head_sha,
             )  # fmt: skip
             answers, undecided, ignored = answer.decided, answer.undecided, answer.ignored
@@ -84,23 +76,18 @@ def run_triage(
             failure = exc
             undecided = {item.id: exc.reason for item in asked}
     decided = decide(items, known, manual, pull.head_sha, answers)
-    decided = _notify_and_store(decided, config, environ, ledger, repo, pr, pull)
+    decided = _notify_and_store(decided, ctx, pull)
     if failure is not None:
         raise KdevError(failure.message, TRIAGE_REVIEWER_FAILED) from None
     return TriageReport(decided, undecided, ignored)
 
 
 def _notify_and_store(
-    decided: dict[int, Decision],
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    ledger: Ledger,
-    repo: str,
-    pr: int,
-    pull: PullRequest,
+    decided: dict[int, Decision], ctx: PostingContext, pull: PullRequest
 ) -> dict[int, Decision]:
     """Store ``decided`` (returned), after one notice to the owner for the new
     escalations."""
+    config, environ, repo, pr = ctx.config, ctx.environ, ctx.repo, ctx.pr
     fresh = [d for d in decided.values() if d.decision == "escalate" and not d.notified]
     if fresh:
         note = Notification(
@@ -112,5 +99,5 @@ def _notify_and_store(
         targets = route(config, repo, pull.user_login)
         send(targets, note, environ=environ, secrets=known_secrets(config, environ))
         decided = mark_notified(decided, [d.comment_id for d in fresh])
-    write_decisions(ledger, repo, pr, decided)
+    write_decisions(ctx.ledger, repo, pr, decided)
     return decided

@@ -22,7 +22,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -174,35 +174,29 @@ def _stamp(text: Any) -> datetime | None:
         return None
 
 
+@dataclass(eq=False)
 class PrWatch:
     """The watch loop over ``repo`` #``pr``; ``emit`` receives each event.
 
-    ``clock`` (aware UTC) and ``sleep`` are injectable so tests run it without waiting.
+    ``interval`` is the option (``auto`` or a duration), turned into ``poll_seconds``
+    once the head's size is known. ``clock`` (aware UTC) and ``sleep`` are injectable so
+    tests run it without waiting.
     """
 
-    def __init__(
-        self,
-        github: GitHubClient,
-        repo: str,
-        pr: int,
-        emit: Callable[[WatchEvent], None],
-        *,
-        interval: str = "auto",
-        max_duration: float = DEFAULT_MAX_DURATION,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.github = github
-        self.repo = repo
-        self.pr = pr
-        self.emit = emit
-        self.interval_option = interval
-        self.max_duration = max_duration
-        self.clock = clock
-        self.sleep = sleep
-        self.state = WatchState()
-        choose_interval(interval, 0)  # refuse a bad option before the first request
-        self.interval: int | None = None
+    github: GitHubClient
+    repo: str
+    pr: int
+    emit: Callable[[WatchEvent], None]
+    _: KW_ONLY
+    interval: str = "auto"
+    max_duration: float = DEFAULT_MAX_DURATION
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    sleep: Callable[[float], None] = time.sleep
+    state: WatchState = field(default_factory=WatchState, init=False)
+    poll_seconds: int | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        choose_interval(self.interval, 0)  # refuse a bad option before the first request
 
     # -- one poll ---------------------------------------------------------------------
 
@@ -390,12 +384,12 @@ class PrWatch:
             for event in self.poll():
                 self.emit(event)
             polls += 1
-            if self.interval is None and self.state.head_sha is not None:
-                self.interval = choose_interval(self.interval_option, self.state.changed_lines)
+            if self.poll_seconds is None and self.state.head_sha is not None:
+                self.poll_seconds = choose_interval(self.interval, self.state.changed_lines)
             if self.state.pr_state in ("closed", "merged"):
                 self.emit(WatchEvent("pr", {"state": self.state.pr_state}))
                 return WatchResult(0, polls, self.unsettled())
-            interval = self.interval or MIN_INTERVAL
+            interval = self.poll_seconds or MIN_INTERVAL
             now = self.clock()
             if now >= deadline:
                 break

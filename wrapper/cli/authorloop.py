@@ -4,15 +4,16 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import typer
 
 from engine.durations import parse_duration
 from engine.errors import LiError
 from engine.termsafe import echo
-from wrapper.cli.common import guarded, open_github, open_ledger
+from wrapper.cli.common import guarded, open_github, open_ledger, posting_context, posting_verb
+from wrapper.cli.options import Interval, JsonLine, JsonObject, LedgerDir, Pr, Repo, ThreadNode
 from wrapper.config import check_repo
-from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
 
 
@@ -25,11 +26,9 @@ def max_duration_of(text: str) -> float:
 
 
 def watch_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    interval: str = typer.Option(
-        "auto", "--interval", help="auto (by PR size) or a duration, e.g. 90s or 5m."
-    ),
+    repo: Repo,
+    pr: Pr,
+    interval: Interval = "auto",
     max_duration: str = typer.Option("2h", "--max-duration", help="e.g. 90m, 2h."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event."),
 ) -> None:
@@ -56,13 +55,13 @@ def watch_cmd(
 
 
 def comments_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Repo,
+    pr: Pr,
     unresolved: bool = typer.Option(False, "--unresolved", help="Open threads only."),
     agent: str | None = typer.Option(
         None, "--agent", help="Only comments signed by this roster reviewer (kdev-agent)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: JsonObject = False,
 ) -> None:
     """All feedback on a PR with its source and priority, summarised by priority and file."""
     from wrapper.authorloop.feedback import collect_feedback
@@ -96,12 +95,12 @@ def comments_cmd(
 
 
 def reply_cmd(
-    text: str = typer.Argument(..., help="The reply."),
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    comment_id: int = typer.Option(..., "--comment-id", help="The comment answered."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
+    text: Annotated[str, typer.Argument(help="The reply.")],
+    repo: Repo,
+    pr: Pr,
+    comment_id: Annotated[int, typer.Option("--comment-id", help="The comment answered.")],
+    reviews_dir: LedgerDir = None,
+    as_json: JsonLine = False,
     mention: list[str] = typer.Option(
         [], "--mention", help="A login or org/team the reply may ping (repeatable)."
     ),
@@ -110,12 +109,8 @@ def reply_cmd(
     from wrapper.authorloop.threads import reply
 
     def work() -> None:
-        config, ledger = open_ledger(reviews_dir)
-        check_repo(repo)
-        with open_github() as client:
-            result = reply(
-                client, config, kdev_environ(), repo, pr, comment_id, text, ledger, mention
-            )
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            result = reply(ctx, comment_id, text, mention)
         if as_json:
             typer.echo(json.dumps(result.to_json()))
         else:
@@ -141,29 +136,19 @@ def _set_thread(repo: str, pr: int, node: str, as_json: bool, *, resolved: bool)
     guarded(work)
 
 
-def resolve_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-) -> None:
+def resolve_cmd(repo: Repo, pr: Pr, node: ThreadNode, as_json: JsonObject = False) -> None:
     """Resolve the review thread that starts with comment NODE."""
     _set_thread(repo, pr, node, as_json, resolved=True)
 
 
-def reopen_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    node: str = typer.Option(..., "--node", help="Node id of the thread's first comment."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-) -> None:
+def reopen_cmd(repo: Repo, pr: Pr, node: ThreadNode, as_json: JsonObject = False) -> None:
     """Reopen (unresolve) the review thread that starts with comment NODE."""
     _set_thread(repo, pr, node, as_json, resolved=False)
 
 
 def hide_cmd(
     node: str = typer.Option(..., "--node", help="Node id of the comment."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: JsonObject = False,
 ) -> None:
     """Minimise a comment as OUTDATED."""
     from wrapper.authorloop.threads import hide
@@ -180,10 +165,7 @@ def hide_cmd(
 
 
 def pr_status_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    repo: Repo, pr: Pr, reviews_dir: LedgerDir = None, as_json: JsonObject = False
 ) -> None:
     """Merge readiness: review rounds, feedback by priority, open threads, CI at the head."""
     from wrapper.authorloop.pr_status import pr_status
@@ -203,14 +185,12 @@ def pr_status_cmd(
 
 
 def check_ci_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Repo,
+    pr: Pr,
     wait: bool = typer.Option(False, "--wait", help="Wait until the checks settle."),
-    interval: str = typer.Option(
-        "auto", "--interval", help="auto (by PR size) or a duration, e.g. 90s or 5m."
-    ),
+    interval: Interval = "auto",
     max_duration: str = typer.Option("30m", "--max-duration", help="e.g. 30m, 2h."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: JsonObject = False,
 ) -> None:
     """Have the PR's checks settled? Failing checks with their log URLs (exit 18 when one
     failed, 16 when --wait ran out of time)."""
@@ -244,27 +224,15 @@ def check_ci_cmd(
 
 
 def request_reviews_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    repo: Repo, pr: Pr, reviews_dir: LedgerDir = None, as_json: JsonObject = False
 ) -> None:
     """Ask the configured review bots for a round; a bot out of quota today is skipped
     and its turn falls to the next bot."""
-    from wrapper.authorloop.requests import request_reviews
+    from wrapper.authorloop.requests import BotRequest, request_reviews
 
-    def work() -> None:
-        check_repo(repo)
-        config, ledger = open_ledger(reviews_dir)
-        environ = kdev_environ()
-        with open_github() as client:
-            done = request_reviews(client, ledger, config, environ, repo, pr)
-        if as_json:
-            typer.echo(json.dumps({"repo": repo, "pr": pr, "bots": [d.to_json() for d in done]}))
-            return
-        for item in done:
-            detail = f" (comment {item.comment_id})" if item.comment_id else ""
-            reason = f": {item.reason}" if item.reason else ""
-            echo(f"{item.bot}  {item.state}{detail}{reason}")
+    def line(item: BotRequest) -> str:
+        detail = f" (comment {item.comment_id})" if item.comment_id else ""
+        reason = f": {item.reason}" if item.reason else ""
+        return f"{item.bot}  {item.state}{detail}{reason}"
 
-    guarded(work)
+    posting_verb(repo, pr, reviews_dir, as_json, "bots", request_reviews, line)

@@ -1,5 +1,6 @@
 """What every kdev verb shares: the root callback (logging, redaction, ``--config``),
-error mapping to exit codes, and opening the ledger.
+error mapping to exit codes, opening the ledger, and the posting context of an
+author-loop verb.
 
 Every error prints one line ``error: <message> [<reason_code>]`` and exits with the code
 of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
@@ -7,10 +8,12 @@ of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import typer
 
@@ -18,7 +21,7 @@ from engine.clikit import LogFormat, LogLevel, configure_logging
 from engine.clikit import guarded as clikit_guarded
 from engine.termsafe import echo
 from wrapper import __version__
-from wrapper.config import load_config, resolve_reviews_dir
+from wrapper.config import check_repo, load_config, resolve_reviews_dir
 from wrapper.config_env import github_settings
 from wrapper.credentials import harden_process, kdev_environ
 from wrapper.errors import ConfigError, KdevError
@@ -29,8 +32,18 @@ from wrapper.logredact import install as install_log_redaction
 
 if TYPE_CHECKING:
     from engine.github import GitHubClient
+    from wrapper.post import PostingContext
 
 T = TypeVar("T")
+
+
+class Result(Protocol):
+    """One result of a posting verb: its ``--json`` form."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Result)
 
 
 def open_github() -> GitHubClient:
@@ -104,6 +117,44 @@ def open_ledger(reviews_dir: str | None) -> tuple[Any, Ledger]:
     REDACTOR.add(known_secrets(config, kdev_environ()))
     directory = resolve_reviews_dir(config, reviews_dir)
     return config, Ledger(directory)
+
+
+@contextmanager
+def posting_context(repo: str, pr: int, reviews_dir: str | None) -> Iterator[PostingContext]:
+    """The :class:`wrapper.post.PostingContext` of one author-loop verb on ``repo``
+    #``pr``: the repository checked, then the config and ledger opened, kdev's
+    environment, and the GitHub client (closed on leaving)."""
+    from wrapper.post import PostingContext
+
+    check_repo(repo)
+    config, ledger = open_ledger(reviews_dir)
+    with open_github() as client:
+        yield PostingContext(client, ledger, config, kdev_environ(), repo, pr)
+
+
+def posting_verb(
+    repo: str,
+    pr: int,
+    reviews_dir: str | None,
+    as_json: bool,
+    key: str,
+    run: Callable[[PostingContext], Sequence[R]],
+    line: Callable[[R], str],
+) -> None:
+    """An author-loop verb that acts on ``repo`` #``pr``: ``run`` on its
+    :func:`posting_context`, then ``{"repo", "pr", key: [results]}`` with ``--json``, or
+    one ``line`` a result."""
+
+    def work() -> None:
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            done = run(ctx)
+        if as_json:
+            typer.echo(json.dumps({"repo": repo, "pr": pr, key: [d.to_json() for d in done]}))
+            return
+        for item in done:
+            echo(line(item))
+
+    guarded(work)
 
 
 def one_of(option: T | None, argument: T | None, flag: str) -> T:

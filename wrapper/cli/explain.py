@@ -12,6 +12,7 @@ import typer
 from engine.errors import LiError
 from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_github, open_ledger
+from wrapper.cli.options import JsonObject, LedgerDir, Repo
 from wrapper.config import check_repo
 
 if TYPE_CHECKING:
@@ -19,10 +20,10 @@ if TYPE_CHECKING:
 
 
 def explain_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
+    repo: Repo,
     pr: int = typer.Option(..., "--pr", min=1, help="Pull request number."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    reviews_dir: LedgerDir = None,
+    as_json: JsonObject = False,
 ) -> None:
     """Why a PR was (not) reviewed: engine decisions, kdev outcomes, ledger, current head."""
 

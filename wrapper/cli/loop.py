@@ -7,19 +7,19 @@ import json
 import typer
 
 from engine.termsafe import echo
-from wrapper.cli.common import guarded, open_github, open_ledger
+from wrapper.cli.common import guarded, open_ledger, posting_context, posting_verb
+from wrapper.cli.options import JsonObject, LedgerDir, Pr, Repo
 from wrapper.config import check_repo
-from wrapper.credentials import kdev_environ
 
 
 def triage_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Repo,
+    pr: Pr,
     decide: list[str] = typer.Option(
         [], "--decide", help="ID=fix, ID=escalate or ID=reject:REASON (repeatable)."
     ),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    reviews_dir: LedgerDir = None,
+    as_json: JsonObject = False,
 ) -> None:
     """One decision per open comment (fix, reject with a reason, escalate), by rules
     first, then the triage reviewer leg when configured, and by hand with --decide; an
@@ -30,10 +30,8 @@ def triage_cmd(
     def work() -> None:
         check_repo(repo)
         manual = parse_manual(decide)
-        config, ledger = open_ledger(reviews_dir)
-        environ = kdev_environ()
-        with open_github() as client:
-            report = run_triage(client, ledger, config, environ, repo, pr, manual)
+        with posting_context(repo, pr, reviews_dir) as ctx:
+            report = run_triage(ctx, manual)
         if as_json:
             shown = [d.to_json() for d in report.decided.values()]
             undecided = [{"comment_id": k, "why": v} for k, v in report.undecided.items()]
@@ -51,10 +49,7 @@ def triage_cmd(
 
 
 def loop_status_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    repo: Repo, pr: Pr, reviews_dir: LedgerDir = None, as_json: JsonObject = False
 ) -> None:
     """continue, one_more_round, stop_clean, stop_ceiling or escalate, and why (from the
     ledger's review rounds and triage decisions; no GitHub call)."""
@@ -75,26 +70,14 @@ def loop_status_cmd(
 
 
 def close_out_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="The ledger."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    repo: Repo, pr: Pr, reviews_dir: LedgerDir = None, as_json: JsonObject = False
 ) -> None:
     """For every comment whose triage is settled: reply, then resolve, then hide.
     Idempotent; reports what it did."""
-    from wrapper.authorloop.closeout import close_out
+    from wrapper.authorloop.closeout import Closed, close_out
 
-    def work() -> None:
-        check_repo(repo)
-        config, ledger = open_ledger(reviews_dir)
-        environ = kdev_environ()
-        with open_github() as client:
-            done = close_out(client, ledger, config, environ, repo, pr)
-        if as_json:
-            typer.echo(json.dumps({"repo": repo, "pr": pr, "closed": [d.to_json() for d in done]}))
-            return
-        for item in done:
-            now = ", ".join(item.done_now) or "nothing left to do"
-            echo(f"{item.comment_id}  {item.decision}: {now}")
+    def line(item: Closed) -> str:
+        now = ", ".join(item.done_now) or "nothing left to do"
+        return f"{item.comment_id}  {item.decision}: {now}"
 
-    guarded(work)
+    posting_verb(repo, pr, reviews_dir, as_json, "closed", close_out, line)

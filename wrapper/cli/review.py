@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import typer
 
 from engine.termsafe import echo
 from wrapper.cli.common import guarded, open_github, open_ledger
+from wrapper.cli.options import AskingComment, Checkout, JsonLine, LedgerDir, Pr, Repo
 from wrapper.config import check_repo
 from wrapper.credentials import kdev_environ
 from wrapper.errors import ConfigError
@@ -24,8 +27,8 @@ from wrapper.review.review import ReviewContext, ReviewReport, ReviewRequest, re
 
 
 def review_pr_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Repo,
+    pr: Pr,
     head_sha: str | None = typer.Option(
         None, "--head-sha", help="The head the event saw (default: the PR's current head)."
     ),
@@ -35,35 +38,64 @@ def review_pr_cmd(
         None, "--notify-to", help="Send the notices to this KDEV_CONFIG recipient."
     ),
     force: bool = typer.Option(False, "--force", help="Forget this diff's verdict; review."),
-    checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
-    comment_id: str | None = typer.Option(
-        None, "--comment-id", help="The comment that asked for this run (empty: none)."
-    ),
+    checkout: Checkout = None,
+    reviews_dir: LedgerDir = None,
+    as_json: JsonLine = False,
+    comment_id: AskingComment = None,
 ) -> None:
     """Review one pull request head, once per distinct diff."""
+    run_head_verb(
+        "review-pr",
+        review_pr,
+        lambda: check_repo(repo),
+        lambda: replace(
+            head_request(repo, pr, head_sha, checkout, comment_id),
+            pr_url=pr_url,
+            author=author,
+            force=force,
+            notify_to=notify_to or None,
+        ),
+        reviews_dir,
+        as_json,
+    )
+
+
+def run_head_verb(
+    command: str,
+    run: Callable[[ReviewRequest, ReviewContext], ReviewReport],
+    check: Callable[[], object],
+    request: Callable[[], ReviewRequest],
+    reviews_dir: str | None,
+    as_json: bool,
+) -> None:
+    """What review-pr and describe-pr share: open the config and ledger, ``check`` the
+    options, then, with the GitHub client, build the ``request``, ``run`` it recorded
+    (:func:`run_recorded`) and print its report."""
 
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
-        check_repo(repo)
+        check()
         with open_github() as client:
             ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
-            req = ReviewRequest(
-                repo=repo,
-                pr=pr,
-                head_sha=head_sha or "",
-                checkout=(checkout or Path.cwd()).resolve(),
-                pr_url=pr_url,
-                author=author,
-                force=force,
-                comment_id=parse_comment_id(comment_id),
-                notify_to=notify_to or None,
-            )
-            report = run_recorded("review-pr", req, ledger, ctx, lambda: review_pr(req, ctx))
+            req = request()
+            report = run_recorded(command, req, ledger, ctx, lambda: run(req, ctx))
         print_report(report, as_json)
 
     guarded(work)
+
+
+def head_request(
+    repo: str, pr: int, head_sha: str | None, checkout: Path | None, comment_id: str | None
+) -> ReviewRequest:
+    """The request of one PR head, as both verbs take it: no ``--head-sha`` is the PR's
+    current head, no ``--checkout`` the working directory, ``--comment-id`` parsed."""
+    return ReviewRequest(
+        repo=repo,
+        pr=pr,
+        head_sha=head_sha or "",
+        checkout=(checkout or Path.cwd()).resolve(),
+        comment_id=parse_comment_id(comment_id),
+    )
 
 
 def run_recorded(
@@ -126,36 +158,23 @@ def _describe(req: Any, ctx: Any) -> Any:
 
 
 def describe_pr_cmd(
-    repo: str = typer.Option(..., "--repo", help="OWNER/NAME."),
-    pr: int = typer.Option(..., "--pr", help="Pull request number."),
+    repo: Repo,
+    pr: Pr,
     head_sha: str | None = typer.Option(None, "--head-sha", help="Default: the current head."),
-    checkout: Path | None = typer.Option(None, "--checkout", help="Repository checkout."),
-    reviews_dir: str | None = typer.Option(None, "--reviews-dir", help="Ledger directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
-    comment_id: str | None = typer.Option(
-        None, "--comment-id", help="The comment that asked for this run (empty: none)."
-    ),
+    checkout: Checkout = None,
+    reviews_dir: LedgerDir = None,
+    as_json: JsonLine = False,
+    comment_id: AskingComment = None,
 ) -> None:
     """Describe a pull request with the reviewer backend; post it as a PR comment."""
 
-    def work() -> None:
-        config, ledger = open_ledger(reviews_dir)
+    def check() -> None:
         check_repo(repo)
         if head_sha:
             check_sha(head_sha, "--head-sha")
-        with open_github() as client:
-            ctx = ReviewContext(config=config, ledger=ledger, github=client, environ=kdev_environ())
-            req = ReviewRequest(
-                repo=repo,
-                pr=pr,
-                head_sha=head_sha or "",
-                checkout=(checkout or Path.cwd()).resolve(),
-                comment_id=parse_comment_id(comment_id),
-            )
-            report = run_recorded("describe-pr", req, ledger, ctx, lambda: _describe(req, ctx))
-        print_report(report, as_json)
 
-    guarded(work)
+    request = partial(head_request, repo, pr, head_sha, checkout, comment_id)
+    run_head_verb("describe-pr", _describe, check, request, reviews_dir, as_json)
 
 
 def reviewers_cmd(

@@ -74,7 +74,8 @@ def schedule_problems(
     names: Sequence[str], rows: Sequence[ScheduleHealthRow]
 ) -> list[HealthProblem]:
     """Health lines for the review schedules ``names``: each one in a paging state
-    (stale, blind or overdue: reviews are not being fired), and each that does not exist."""
+    (stale, blind or overdue: reviews are not being fired; failing: the newest run
+    failed), and each that does not exist."""
     by_name = {row.name: row for row in rows}
     problems: list[HealthProblem] = []
     for name in names:
