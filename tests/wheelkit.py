@@ -8,11 +8,13 @@ finder is not run). Its users run every command from a scratch cwd with a scrubb
 environment (:func:`scrubbed_env`), so nothing of the checkout is importable
 (docs/decisions.md, D18-D20). The session fixture ``installed_wheel`` (tests/conftest.py)
 is the one place that builds it: tests/test_install.py and tests/e2e/test_newcomer.py
-share it.
+share it, and under pytest-xdist the workers of one run share it too
+(:func:`install_wheel_once`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -76,6 +78,23 @@ def install_wheel(base: Path) -> InstalledWheel:
     ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (Path(purelib) / "test-dependencies.pth").write_text("\n".join(sorted(ours)) + "\n")
     return InstalledWheel(venv, venv / "bin", wheel)
+
+
+def install_wheel_once(shared: Path) -> InstalledWheel:
+    """:func:`install_wheel` into ``shared/wheel``, unless a process of this run already
+    did: the first one builds under an exclusive lock, the others wait for it and reuse
+    it. A build that failed left no marker, so the next one tries again."""
+    base = shared / "wheel"
+    marker = base / "installed"
+    with (shared / "wheel.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if marker.is_file():
+            venv = base / "venv"
+            return InstalledWheel(venv, venv / "bin", Path(marker.read_text(encoding="utf-8")))
+        base.mkdir(exist_ok=True)
+        installed = install_wheel(base)
+        marker.write_text(str(installed.wheel), encoding="utf-8")
+        return installed
 
 
 def scrubbed_env(installed: InstalledWheel, home: Path) -> dict[str, str]:
