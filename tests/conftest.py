@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from engine.store import db as dbmod
 from tests.pgcluster import ClusterError, PostgresCluster
+from tests.wheelkit import InstalledWheel, install_wheel_once
 
 POSTGRES_ENABLED = os.environ.get("LI_TEST_POSTGRES", "1") != "0"
 BACKENDS = ["sqlite", "postgresql"] if POSTGRES_ENABLED else ["sqlite"]
@@ -87,3 +88,12 @@ def db(db_url: str) -> Iterator[Engine]:
         yield engine
     finally:
         engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
+    """The wheel built and installed into a fresh venv once a run (tests/wheelkit.py)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, which its workers share
+    return install_wheel_once(root)

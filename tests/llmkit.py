@@ -15,6 +15,14 @@ from typing import Any
 CANNED = {"content": [{"type": "text", "text": "Looks fine.\nVERDICT: APPROVE"}]}
 
 
+def chat_completion(content: str) -> bytes:
+    """An OpenAI-compatible ``/chat/completions`` answer whose message is ``content``
+    (for kdev's ``openai`` reviewer pointed at :func:`fake_upstream`)."""
+    return json.dumps(
+        {"choices": [{"message": {"role": "assistant", "content": content}}]}
+    ).encode()
+
+
 @dataclass(frozen=True)
 class Seen:
     method: str

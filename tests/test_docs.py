@@ -27,12 +27,14 @@ from pathlib import Path
 import pytest
 
 from ghsim import GitHubSim
+from tests.llmkit import chat_completion, fake_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 REPO = "octo/widgets"
 TOKEN = "ghp_DocsExampleToken0123456789abcdef"
 MAINTAINER = ("maintainer", 501)
+OPENAI_ENDPOINT = "base_url: https://api.openai.com/v1"  # the starter kdev.yaml's reviewer
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(?P<reason>.*?)\s*-->\s*$")
 SHELL_INFO = {"sh", "bash", "shell"}
@@ -190,11 +192,23 @@ def fire_and_check(world: World, name: str, expected_runs: int) -> list[dict[str
 
 
 def check_readme(world: World) -> None:
-    world.sim.advance(2)
-    world.sim.push(REPO, 1, {"app.py": "print(3)\n"})
-    fire_and_check(world, "review-prs", 1)
+    """The README's schedule runs the kdev.yaml its `kdev init` wrote, whose reviewer is an
+    OpenAI-compatible endpoint: here a fake one, with the key exported, as in
+    tests/e2e/test_newcomer.py (which follows the recipe against the installed wheel)."""
+    config = world.home / "pr-review" / "kdev.yaml"
+    starter = config.read_text(encoding="utf-8")
+    with fake_upstream() as llm:
+        llm.answer = chat_completion("Fine.\n\nVERDICT: APPROVE")
+        config.write_text(starter.replace(OPENAI_ENDPOINT, f"base_url: {llm.url}/v1"))
+        world.env["OPENAI_API_KEY"] = "sk-docs-example"
+        world.sim.advance(2)
+        world.sim.push(REPO, 1, {"app.py": "print(3)\n"})
+        fire_and_check(world, "review-prs", 1)
+    assert len(llm.seen) == 1
     verdicts = world.json("kdev", "verdicts", "--json")
-    assert isinstance(verdicts, list) and [v["pr"] for v in verdicts] == [1]
+    assert isinstance(verdicts, list) and [(v["pr"], v["verdict"]) for v in verdicts] == [
+        (1, "APPROVE")
+    ]
 
 
 def check_poller(world: World) -> None:

@@ -1,21 +1,16 @@
 """The wheel stands on its own: built, installed into a fresh venv, run with no checkout.
 
-The wheel is built offline (``--no-build-isolation`` with the test venv's setuptools)
-from a copy of just the packaged sources, installed ``--no-deps`` into a new venv made
-``--without-pip``; that venv reaches the third-party dependencies through a ``.pth``
-line naming the test venv's site-packages (a plain path entry: the test venv's editable
-finder is not run). Every command then runs from a scratch cwd with a scrubbed
-environment, so nothing of the checkout is importable (docs/decisions.md, D18-D20).
+The wheel and its venv come from the session fixture ``installed_wheel`` (tests/wheelkit.py,
+which says how it is built offline, docs/decisions.md D18-D20). Every command here runs
+from a scratch cwd of this module's own with a scrubbed environment, so nothing of the
+checkout is importable.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,11 +19,10 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGED = ("pyproject.toml", "README.md", "engine", "wrapper", "ghsim")
+from tests.wheelkit import ROOT, InstalledWheel, scrubbed_env
+
 REPO = "octo/widgets"
 TOKEN = "ghp_InstalledWheelToken0123456789"
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
 
 
 @dataclass
@@ -53,58 +47,16 @@ class Installed:
         return result
 
 
-def build_wheel(dest: Path) -> Path:
-    source = dest / "src"
-    for name in PACKAGED:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, source / name, ignore=IGNORED)
-        else:
-            source.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, source / name)
-    wheels = dest / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index"]
-        + ["--no-build-isolation", "--wheel-dir", str(wheels), str(source)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    (wheel,) = wheels.glob("pr_review_pipeline-*.whl")
-    return wheel
-
-
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    base = tmp_path_factory.mktemp("install")
-    wheel = build_wheel(base)
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
-        + ["--no-deps", "--no-index", str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (Path(purelib) / "test-dependencies.pth").write_text("\n".join(sorted(ours)) + "\n")
-    work = base / "elsewhere"
-    work.mkdir()
+def installed(
+    installed_wheel: InstalledWheel, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Installed]:
+    work = tmp_path_factory.mktemp("elsewhere")
     env = {
-        "PATH": f"{venv / 'bin'}{os.pathsep}/usr/bin:/bin",
-        "HOME": str(work),
-        "LANG": "C.UTF-8",
+        **scrubbed_env(installed_wheel, work),
         "LI_DATABASE_URL": f"sqlite:///{work / 'li.db'}",
     }
-    yield Installed(venv, venv / "bin", work, env)
+    yield Installed(installed_wheel.venv, installed_wheel.bin, work, env)
 
 
 def test_the_installed_packages_come_from_the_wheel_not_the_checkout(
@@ -192,8 +144,7 @@ def installed_sim(installed: Installed) -> Iterator[tuple[str, Path]]:
     """The installed wheel's ``ghsim`` console script, in its own process."""
     state = installed.work / "github"
     process = subprocess.Popen(
-        [str(installed.bin / "ghsim"), "--port", "0"]
-        + ["--state-dir", str(state), "--repo", REPO],
+        [str(installed.bin / "ghsim"), "--port", "0"] + ["--state-dir", str(state), "--repo", REPO],
         cwd=installed.work,
         env={**installed.env, "GHSIM_TOKENS": TOKEN},
         stdout=subprocess.PIPE,

@@ -57,8 +57,12 @@ def test_init_writes_files_that_validate(tmp_path: Path) -> None:
     plan = subprocess.run(
         [str(BIN / "li"), "schedule", "apply", str(out / "schedules.yaml"), "--dry-run"],
         cwd=tmp_path,
-        env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "LI_COMMAND_ALLOWLIST": "kdev",
-             "LI_DATABASE_URL": f"sqlite:///{tmp_path / 'li.db'}"},  # fmt: skip
+        env={
+            "PATH": f"{BIN}:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "LI_COMMAND_ALLOWLIST": "kdev",
+            "LI_DATABASE_URL": f"sqlite:///{tmp_path / 'li.db'}",
+        },  # fmt: skip
         capture_output=True,
         text=True,
         timeout=60,

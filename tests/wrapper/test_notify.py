@@ -42,7 +42,6 @@ URL = "https://github.com/octo/widgets/pull/7"
 SHA = "c" * 40
 
 
-
 def verdict_note() -> Notification:
     return verdict_notification(
         "octo/widgets", 7, "REQUEST_CHANGES", URL, SHA, "/reviews/octo__widgets/pr-7/patch-1.md"

@@ -51,7 +51,6 @@ ENVIRON = {
 APPROVE_SCRIPT = "print('Looks fine.'); print('VERDICT: APPROVE')"
 
 
-
 def write_script(tmp_path: Path, body: str, name: str = "reviewer.py") -> str:
     path = tmp_path / name
     path.write_text(textwrap.dedent(body), encoding="utf-8")
