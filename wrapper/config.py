@@ -15,8 +15,6 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictInt,
     ValidationError,
@@ -27,17 +25,18 @@ from pydantic_core import PydanticCustomError
 
 from engine.errors import InvalidInput
 from engine.github import repo_problem
+from wrapper.config_base import Strict as _Strict
+from wrapper.config_notify import CommandTarget as CommandTarget
+from wrapper.config_notify import FileTarget as FileTarget
+from wrapper.config_notify import GithubCommentTarget as GithubCommentTarget
+from wrapper.config_notify import LogTarget as LogTarget
+from wrapper.config_notify import NotifyTarget as NotifyTarget
+from wrapper.config_notify import WebhookTarget as WebhookTarget
+from wrapper.config_notify import default_notify as default_notify
 from wrapper.errors import ConfigError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_REVIEWER_TIMEOUT = 1200
-
-
-class _Strict(BaseModel):
-    # defer_build: a model's validator is built when it is first used, not when this
-    # module is imported; kdev validates KdevConfig once per process, which builds the
-    # nested models' schemas in one pass (about 15 ms less per kdev start, issue 19).
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
@@ -174,44 +173,6 @@ class Budgets(_Strict):
     daily_legs_per_repo: StrictInt = Field(50, ge=0)
     max_concurrent_legs_per_repo: StrictInt = Field(2, ge=1)
     daily_rounds_per_pr: StrictInt = Field(10, ge=0)
-
-
-class LogTarget(_Strict):
-    type: Literal["log"]
-
-
-class FileTarget(_Strict):
-    type: Literal["file"]
-    path: str
-
-
-class CommandTarget(_Strict):
-    type: Literal["command"]
-    argv: list[str] = Field(min_length=1)
-
-
-class WebhookTarget(_Strict):
-    type: Literal["webhook"]
-    url: str
-    timeout_seconds: float = 10.0
-
-
-class GithubCommentTarget(_Strict):
-    """Posts each review round as one PR comment (review-pr itself does it, after the
-    verdict is written; :func:`wrapper.notify.send` passes over this target)."""
-
-    type: Literal["github-comment"]
-
-
-NotifyTarget = Annotated[
-    LogTarget | FileTarget | CommandTarget | WebhookTarget | GithubCommentTarget,
-    Field(discriminator="type"),
-]
-
-
-def default_notify() -> list[NotifyTarget]:
-    """Without configured targets, notifications go to the log."""
-    return [LogTarget(type="log")]
 
 
 RECIPIENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

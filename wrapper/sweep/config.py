@@ -25,7 +25,8 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError, field_validator
 
-from wrapper.config import NotifyTarget, _Strict, check_repo, read_yaml
+from wrapper.config import NotifyTarget, check_repo, read_yaml
+from wrapper.config_base import Strict as _Strict
 from wrapper.errors import ConfigError, KdevError
 
 
