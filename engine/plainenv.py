@@ -5,7 +5,7 @@ whole ``li --help`` (issue 25). A command that needs only the database URL (``li
 schedule list`` on SQLite, :mod:`engine.cli.quicklist`) asks :func:`plain_database_url`
 first. It answers only when it can prove that ``Settings.from_env`` would accept the
 environment and read the URL the same way - the rules of the wrapper's reader of the GitHub
-settings (wrapper/config_env.py, D61):
+settings (wrapper/config_env.py, D61), which asks :func:`plain_environment` too:
 
 - every variable ``Settings`` reads (each field's variable and, as pydantic-settings
   also accepts them, the field names themselves) is absent, empty (which counts as unset)
@@ -96,9 +96,11 @@ def default_database_url() -> str:
     return f"sqlite:///{data_dir / 'li.db'}"
 
 
-def plain_database_url(environ: Mapping[str, str]) -> str | None:
-    """``Settings.from_env(environ).database_url`` when the environment is plainly
-    valid (see the module doc); None when only ``Settings`` itself can tell."""
+def plain_environment(environ: Mapping[str, str]) -> dict[str, str] | None:
+    """``environ`` without its empty variables (which ``Settings`` counts as unset) when
+    it is plainly valid (see the module doc); None when only ``Settings`` can tell. The
+    one test of plainness for li's own fast path and for kdev's reader of the GitHub
+    settings (wrapper/config_env.py)."""
     env = {name: value for name, value in environ.items() if value != ""}
     if FIELD_NAMES.intersection(env):
         return None
@@ -107,6 +109,15 @@ def plain_database_url(environ: Mapping[str, str]) -> str | None:
     for name, (kind, lowest, highest) in VARIABLES.items():
         if name in env and not _plain(env[name], kind, _bound(lowest), _bound(highest)):
             return None
+    return env
+
+
+def plain_database_url(environ: Mapping[str, str]) -> str | None:
+    """``Settings.from_env(environ).database_url`` when the environment is plainly
+    valid (see the module doc); None when only ``Settings`` itself can tell."""
+    env = plain_environment(environ)
+    if env is None:
+        return None
     # A blank URL means the default (Settings._database_default); a given one is stripped.
     return env.get("LI_DATABASE_URL", "").strip() or default_database_url()
 

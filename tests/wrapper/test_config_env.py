@@ -19,8 +19,9 @@ from pydantic import AliasChoices
 from engine import config as engine_config
 from engine.config import Settings
 from engine.errors import ConfigError
+from engine.plainenv import FIELD_NAMES, NAME, VARIABLES
 from wrapper import config_env
-from wrapper.config_env import FIELD_NAMES, VARIABLES, GitHubEnv, github_settings, read_plain
+from wrapper.config_env import GitHubEnv, github_settings, read_plain
 
 FIELDS = (
     "github_api_url",
@@ -55,7 +56,7 @@ def test_the_reader_knows_every_variable_settings_reads() -> None:
     assert aliases == set(VARIABLES)
     assert set(Settings.model_fields) == FIELD_NAMES
     assert config_env.DEFAULT_GITHUB_API_URL == engine_config.DEFAULT_GITHUB_API_URL
-    assert config_env._NAME.pattern == engine_config._NAME.pattern
+    assert NAME.pattern == engine_config._NAME.pattern
 
 
 def test_a_pipeline_environment_is_read_without_pydantic_settings() -> None:
