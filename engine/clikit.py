@@ -26,6 +26,25 @@ from engine.termsafe import echo, terminal_safe
 T = TypeVar("T")
 
 
+def version_option(line: str) -> Any:
+    """The root ``--version`` flag of a program: prints ``line`` (its name and version)
+    and exits, before any other option is read."""
+
+    def show(value: bool) -> None:
+        if value:
+            echo(line)
+            raise typer.Exit()
+
+    return typer.Option(
+        False,
+        "--version",
+        callback=show,
+        is_eager=True,
+        metavar="",  # a flag takes no value; typer would show <bool>
+        help="Print the version and exit.",
+    )
+
+
 def fail(exc: LiError, exit_code: int | None = None) -> NoReturn:
     """Print the one-line error and exit with its code (or ``exit_code``)."""
     echo(f"error: {exc.message} [{exc.reason}]", err=True)

@@ -18,9 +18,15 @@ import typer
 
 from engine import __version__
 from engine.cli.options import EXIT_RUN_NOT_SUCCEEDED, GLOBAL_OPTIONS
-from engine.clikit import LogFormat, LogLevel, OneLineErrorsTyper, configure_logging, lazy_group
+from engine.clikit import (
+    LogFormat,
+    LogLevel,
+    OneLineErrorsTyper,
+    configure_logging,
+    lazy_group,
+    version_option,
+)
 from engine.credentials import set_non_dumpable
-from engine.termsafe import echo
 
 __all__ = ["EXIT_RUN_NOT_SUCCEEDED", "app"]
 
@@ -76,22 +82,9 @@ app.add_typer(db_app, name="db")
 app.add_typer(engine_app, name="engine")
 
 
-def _version(value: bool) -> None:
-    if value:
-        echo(f"li {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
 def main(
-    version: bool = typer.Option(
-        False,
-        "--version",
-        callback=_version,
-        is_eager=True,
-        metavar="",  # a flag takes no value; typer would show <bool>
-        help="Print the version and exit.",
-    ),
+    version: bool = version_option(f"li {__version__}"),
     log_format: LogFormat = typer.Option(
         LogFormat.TEXT, "--log-format", help="text, or json: one object a line on stderr."
     ),

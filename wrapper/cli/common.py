@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import typer
 
-from engine.clikit import LogFormat, LogLevel, configure_logging
+from engine.clikit import LogFormat, LogLevel, configure_logging, version_option
 from engine.clikit import guarded as clikit_guarded
 from engine.termsafe import echo
 from wrapper import __version__
@@ -69,21 +69,8 @@ def guarded(work: Callable[[], T]) -> T:
     )
 
 
-def _version(value: bool) -> None:
-    if value:
-        echo(f"kdev {__version__}")
-        raise typer.Exit()
-
-
 def main(
-    version: bool = typer.Option(
-        False,
-        "--version",
-        callback=_version,
-        is_eager=True,
-        metavar="",  # a flag takes no value; typer would show <bool>
-        help="Print the version and exit.",
-    ),
+    version: bool = version_option(f"kdev {__version__}"),
     config: Path | None = typer.Option(
         None, "--config", help="The kdev.yaml to use (default: $KDEV_CONFIG)."
     ),

@@ -4,22 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.github import GitHubClient
-from wrapper.config import KdevConfig
-from wrapper.ledger.ledger import Ledger
+from wrapper.post import PostingContext
 
 
 @dataclass(frozen=True)
-class PostTarget:
-    """Where findings go: the client, ledger, config and environment of the round."""
+class PostTarget(PostingContext):
+    """Where findings go: the posting context of the round's pull request, and the head
+    the round reviewed (line comments anchor on it)."""
 
-    github: GitHubClient
-    ledger: Ledger
-    config: KdevConfig
-    environ: Mapping[str, str]
-    repo: str
-    pr: int
     head_sha: str
