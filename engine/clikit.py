@@ -151,8 +151,12 @@ def plain_options(params: list[Any]) -> None:
     """Make the single-valued bool and enum options of ``params`` :class:`PlainOption`.
 
     typer builds the option objects itself (no class can be passed to ``typer.Option``),
-    so their class is switched in place; it changes only how a value is coerced."""
+    so their class is switched in place; it changes only how a value is coerced. A flag
+    (``-h``, ``--json``) also gets an empty metavar: it takes no value, and typer's rich
+    help would show ``<bool>`` beside it."""
     for param in params:
+        if getattr(param, "is_flag", False) and getattr(param, "metavar", None) is None:
+            param.metavar = ""
         annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
         if (
             type(param) is TyperOption
@@ -167,12 +171,21 @@ def plain_options(params: list[Any]) -> None:
 class PlainGroup(TyperGroup):
     """A group whose bool and enum options, ``-h`` and the completion options included,
     are :class:`PlainOption` when it parses: parsing a group's options (on the way to
-    any verb) imports no pydantic."""
+    any verb) imports no pydantic. Its subcommands are made plain too (a sub-app's own
+    commands and groups are typer's plain classes until then)."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         params: list[Any] = super().get_params(ctx)
         plain_options(params)
         return params
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if type(command) is TyperCommand:
+            command.__class__ = PlainCommand
+        elif type(command) is TyperGroup:
+            command.__class__ = PlainGroup
+        return command
 
 
 class PlainCommand(TyperCommand):
@@ -272,12 +285,15 @@ def lazy_group(verbs: dict[str, str], owner: typer.Typer) -> type[TyperGroup]:
 
     def build(name: str, target: Any) -> Any:
         if isinstance(target, typer.Typer):
-            return get_group_from_info(
+            group = get_group_from_info(
                 TyperInfo(target, name=name),
                 pretty_exceptions_short=owner.pretty_exceptions_short,
                 rich_markup_mode=owner.rich_markup_mode,
                 suggest_commands=owner.suggest_commands,
             )
+            if type(group) is TyperGroup:
+                group.__class__ = PlainGroup
+            return group
         return get_command_from_info(
             CommandInfo(name=name, callback=target, cls=PlainCommand),
             pretty_exceptions_short=owner.pretty_exceptions_short,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import typer
 from typer.testing import CliRunner
@@ -29,3 +30,26 @@ def test_kdev_watch_help_names_the_exit_code_the_watch_returns() -> None:
     text = " ".join(help_of(kdev_app, "watch").split())
     codes = re.findall(r"exit (\d+)", text)
     assert codes == [str(EXIT_MAX_DURATION)], text
+
+
+def _paths(command: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path of a command tree (lazy groups list their verbs by name)."""
+    found = [prefix]
+    if hasattr(command, "list_commands"):
+        ctx = command.make_context(prefix[-1] if prefix else "prog", [], resilient_parsing=True)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None:
+                found.extend(_paths(sub, (*prefix, name)))
+    return found
+
+
+def test_no_flag_of_any_command_shows_a_value_placeholder() -> None:
+    """``-h``, ``--json``, ``--force`` and every other flag take no value: typer's rich
+    help showed ``<bool>`` beside each one in kdev's (and its sub-apps') help."""
+    for app in (li_app, kdev_app):
+        paths = _paths(typer.main.get_command(app))
+        assert len(paths) > 10, paths
+        for path in paths:
+            shown = help_of(app, *path)
+            assert "<bool>" not in shown, (path, shown)
