@@ -28,6 +28,7 @@ from engine.poll.plan import PollEvent, event_context
 from engine.poll.steps import Pass, PassReport, error_outcome, log, page_limit
 from engine.store.models import RunStatus
 from engine.store.pollstore import PollOutcome
+from engine.store.store import Claim
 from engine.triggers import (
     REASON_LOG_LEVELS,
     CommentItem,
@@ -347,34 +348,47 @@ class MentionsPass(Pass):
             # Recorded once as a refused run under its dedupe key: no retry loop.
             self.decide(event, f"refused:{exc.reason}")
             if not self.dry_run:
-                self.pstore.claim_trigger(
-                    self.ticket,
-                    dedupe_key=decision.dedupe_key,
-                    context=context,
-                    argv=None,
-                    owner=self.owner,
-                    status=RunStatus.REFUSED,
-                    reason=exc.reason,
-                    once_per_prefix=once_per_prefix,
-                    created_at=created_at,
+                self.claim_key(
+                    decision.dedupe_key,
+                    context,
+                    None,
+                    once_per_prefix,
+                    created_at,
+                    refusal=exc.reason,
                 )
             return
         if self.dry_run:
             self.would_fire(event, argv)
             return
-        claim = self.pstore.claim_trigger(
-            self.ticket,
-            dedupe_key=decision.dedupe_key,
-            context=context,
-            argv=argv,
-            owner=self.owner,
-            once_per_prefix=once_per_prefix,
-            created_at=created_at,
-        )
+        claim = self.claim_key(decision.dedupe_key, context, argv, once_per_prefix, created_at)
         if claim is None:
             self.decide(event, "already_claimed")
             return
         self.launched(event, claim, argv)
+
+    def claim_key(
+        self,
+        dedupe_key: str,
+        context: dict[str, Any],
+        argv: list[str] | None,
+        once_per_prefix: str | None,
+        created_at: datetime | None,
+        *,
+        refusal: str | None = None,
+    ) -> Claim | None:
+        """Claim an item's ``dedupe_key`` with its run row: ``running`` with ``argv``, or
+        final as ``refused`` with the reason code ``refusal``."""
+        return self.pstore.claim_trigger(
+            self.ticket,
+            dedupe_key=dedupe_key,
+            context=context,
+            argv=argv,
+            owner=self.owner,
+            status=RunStatus.RUNNING if refusal is None else RunStatus.REFUSED,
+            reason=refusal,
+            once_per_prefix=once_per_prefix,
+            created_at=created_at,
+        )
 
     # -- settle ---------------------------------------------------------------------------
 
