@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 
 from engine.apitypes import Decision
 from engine.errors import InvalidInput
+from engine.store.core import count_boundary
 from engine.store.models import PollDecision, ScheduleRun
 from engine.store.store import Store
 from engine.timefmt import iso_utc_or_none
@@ -190,13 +191,8 @@ def prune(session: Session, schedule_id: int, policy: Retention, now: datetime) 
             )
         )
     if policy.keep_rows:
-        boundary = session.scalar(
-            select(PollDecision.id)
-            .where(PollDecision.schedule_id == schedule_id)
-            .order_by(PollDecision.id.desc())
-            .offset(policy.keep_rows)
-            .limit(1)
-        )
+        scope = PollDecision.schedule_id == schedule_id
+        boundary = count_boundary(session, PollDecision.id, scope, policy.keep_rows)
         if boundary is not None:
             session.execute(
                 delete(PollDecision).where(
