@@ -162,6 +162,40 @@ class ScheduleRun(Base):
     # The pull request of a github_poll fire (from its trigger context), for filtering.
     pr_number: Mapped[int | None] = mapped_column(Integer)
 
+    @classmethod
+    def begun(
+        cls,
+        schedule_id: int | None,
+        schedule_name: str,
+        context: dict[str, Any],
+        status: RunStatus,
+        now: datetime,
+        *,
+        owner: str | None = None,
+        argv: list[str] | None = None,
+        reason: str | None = None,
+        stderr_tail: str = "",
+        attempt: int = 1,
+        fire_id: int | None = None,
+    ) -> ScheduleRun:
+        """A new run row started at ``now``: ``running``, or already finished at ``now``
+        (a refusal, a recorded operator action), with empty output tails."""
+        return cls(
+            schedule_id=schedule_id,
+            schedule_name=schedule_name,
+            trigger_context=context,
+            argv=argv,
+            status=status.value,
+            reason=reason,
+            engine_id=owner,
+            started_at=now,
+            finished_at=None if status is RunStatus.RUNNING else now,
+            stdout_tail="",
+            stderr_tail=stderr_tail,
+            attempt=attempt,
+            fire_id=fire_id,
+        )
+
 
 class EngineInstance(Base):
     __tablename__ = "engine_instances"
