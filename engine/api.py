@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.apitypes import Decision as Decision  # re-exported: part of the surface
+from engine.apitypes import HealthCause as HealthCause  # re-exported, as Decision
 from engine.errors import DatabaseError, InvalidInput
 from engine.jsonable import as_json
 
@@ -39,15 +40,6 @@ if TYPE_CHECKING:
     from engine.store.store import Store
 
 UNREADABLE = "li_unreadable"
-
-
-@dataclass(frozen=True)
-class HealthCause:
-    """Why a schedule is in its state (``li schedule health`` prints one per line)."""
-
-    code: str
-    message: str
-    advice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -234,7 +226,7 @@ def _health_row(item: ScheduleHealth) -> ScheduleHealthRow:
         name=item.name,
         state=item.health.state.value,
         paging=item.health.state in PAGING_STATES,
-        causes=tuple(HealthCause(c.code, c.message, c.advice) for c in item.health.causes),
+        causes=tuple(item.health.causes),
         last_poll_at=facts.last_poll_at,
         last_healthy_poll_at=facts.last_healthy_poll_at,
         last_error_reason=facts.last_error_reason,
