@@ -14,16 +14,6 @@ from engine.jsonable import as_json
 
 
 @dataclass(frozen=True)
-class HealthCause:
-    """Why a schedule is in its state: a stable ``code``, a sentence for a human and what
-    to do (``li schedule health`` prints one per line; engine.health.assess finds them)."""
-
-    code: str
-    message: str
-    advice: str | None = None
-
-
-@dataclass(frozen=True)
 class Decision:
     """One stored poll decision for an event (``li schedule events --json``)."""
 
@@ -39,3 +29,13 @@ class Decision:
     def to_json(self) -> dict[str, Any]:
         """The ``li schedule events --json`` form."""
         return as_json(self)
+
+
+@dataclass(frozen=True)
+class HealthCause:
+    """Why a schedule is in its state: a stable ``code``, a sentence for a human and what
+    to do (``li schedule health`` prints one per line; engine.health.assess finds them)."""
+
+    code: str
+    message: str
+    advice: str | None = None
