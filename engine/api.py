@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.apitypes import Decision as Decision  # re-exported: part of the surface
 from engine.apitypes import HealthCause as HealthCause  # re-exported, as Decision
+from engine.closable import Closable
 from engine.errors import DatabaseError, InvalidInput
 from engine.jsonable import as_json
 
@@ -119,7 +120,7 @@ class PrHistory:
     queued: tuple[QueuedAttempt, ...] = ()
 
 
-class LiReader:
+class LiReader(Closable):
     """A read-only view of one li database; get one from :func:`open_readonly`."""
 
     def __init__(self, engine: Engine, store: Store) -> None:
@@ -128,12 +129,6 @@ class LiReader:
 
     def close(self) -> None:
         self._engine.dispose()
-
-    def __enter__(self) -> LiReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def poll_schedules(self) -> list[PollSchedule]:
         """Every github_poll schedule, in the store's order."""
