@@ -1,9 +1,4 @@
-"""schedules, runs, engine instances
-
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-30 14:15:22.460642
-"""
+"""schedules, runs, engine instances"""
 
 from __future__ import annotations
 

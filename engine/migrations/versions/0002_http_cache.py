@@ -1,9 +1,4 @@
-"""http cache for conditional GitHub requests
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-12-01 09:30:00.000000
-"""
+"""http cache for conditional GitHub requests"""
 
 from __future__ import annotations
 

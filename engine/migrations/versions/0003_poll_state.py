@@ -1,9 +1,4 @@
-"""poll state and claims
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-30 14:53:23.423464
-"""
+"""poll state and claims"""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""mention triggers
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-11-30 15:38:13.305679
-"""
+"""mention triggers"""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """durability: head SHA in poll claim keys, run attempts, retry queue
 
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-11-30 22:00:00.000000
-
 - ``poll_claims.head_sha`` joins the claim's unique key (issue 10 item 2): existing
   claims get ``""``, so an event claimed before the upgrade is still recognised as
   claimed by its (pr, time) only if it fires again with the empty SHA, i.e. never; its

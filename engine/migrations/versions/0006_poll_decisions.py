@@ -1,9 +1,5 @@
 """poll decisions per event, pull request number on run rows
 
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-11-30 22:30:00.000000
-
 - ``poll_decisions``: what each github_poll pass decided for each event it saw
   (issue 13), bounded by retention (engine.poll.decisions).
 - ``schedule_runs.pr_number`` (indexed with ``schedule_id``): the pull request of a

@@ -1,9 +1,5 @@
 """retry policy per schedule
 
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-11-30 23:00:00.000000
-
 - ``schedules.retry_max_attempts`` / ``retry_backoff_seconds`` (issue 15): a failed run
   is tried again as a new attempt of the same fire (engine.run.actions.execute_claim).
   Existing schedules get 1 attempt (no retry), as before the upgrade.

@@ -1,9 +1,5 @@
 """indexes for health by schedule name
 
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-11-30 23:30:00.000000
-
 - ``ix_schedule_runs_name_id`` (schedule_name, id) and ``ix_schedule_runs_name_started``
   (schedule_name, started_at) (issue 19): ``li schedule health``, the metrics sweep and
   ``li runs --schedule`` select a schedule's runs by name (the newest few, and those in

@@ -1,9 +1,5 @@
 """schedule change counter for the incremental timer sync
 
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-01 01:30:00.000000
-
 - ``schedule_changes`` (one row, id 1): a counter bumped by every definitional schedule
   change (add, edit, enable/disable, remove, fire-now), not by fires (issue 19).
 - ``schedules.version`` (indexed): the counter at the row's last such change.

@@ -1,9 +1,5 @@
 """retention of trigger keys and schedule removals
 
-Revision ID: 0011
-Revises: 0010
-Create Date: 2026-12-01 04:00:00.000000
-
 - ``poll_states.trigger_keys_horizon`` (issue 19): the retention's forward-only horizon
   of a schedule's trigger keys. An item (a comment, a pull request) created before it is
   never fired again, so a key of such an item may be pruned (engine.store.keyretention).
