@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -41,6 +41,9 @@ from engine.store.core import count_boundary
 from engine.store.models import PollDecision, ScheduleRun
 from engine.store.store import Store
 from engine.timefmt import iso_utc_or_none
+
+if TYPE_CHECKING:  # the pass's own type; importing it would load the GitHub client
+    from engine.poll.steps import EventDecision
 
 DEFAULT_KEEP_DAYS = 31
 DEFAULT_KEEP_ROWS = 10_000
@@ -86,28 +89,6 @@ def _non_negative(env: Mapping[str, str], name: str, default: int) -> int:
     return int(text)
 
 
-class SeenEvent(Protocol):
-    """What a pass knows of an event (engine.poll.plan.PollEvent satisfies it)."""
-
-    @property
-    def pr_number(self) -> int: ...
-    @property
-    def at(self) -> datetime: ...
-    @property
-    def head_sha(self) -> str: ...
-
-
-class PassDecision(Protocol):
-    """One decision of a pass (engine.poll.steps.EventDecision satisfies it)."""
-
-    @property
-    def event(self) -> SeenEvent: ...
-    @property
-    def decision(self) -> str: ...
-    @property
-    def run_id(self) -> int | None: ...
-
-
 # One stored decision is the public engine.api.Decision (one type, not two).
 DecisionRow = Decision
 
@@ -133,7 +114,7 @@ def stored_form(decision: str) -> tuple[str, str | None] | None:
 def record_decisions(
     store: Store,
     schedule_id: int,
-    decisions: Iterable[PassDecision],
+    decisions: Iterable[EventDecision],
     retention: Retention | None = None,
 ) -> int:
     """Store a pass's new decisions and prune; returns how many rows were inserted.
