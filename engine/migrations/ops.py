@@ -4,7 +4,9 @@ A revision lists its steps once; ``reversible`` runs them forward for the upgrad
 undoes them in reverse order for the downgrade, so no revision spells its downgrade out
 as a mirror of its upgrade. ``table`` creates (and drops) a table with its indexes and
 seed rows, ``alter`` adds (and drops) columns and indexes of an existing table, ``Step``
-is a step with its own pair of functions (a data fix, a constraint swap).
+is a step with its own pair of functions (a data fix, a constraint swap); ``serial_id``
+is the surrogate key column. A revision's DDL must never change once released, so what
+these helpers emit does not change either: a new need gets a new helper.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ def reversible(*steps: Step) -> tuple[Action, Action]:
             step.down()
 
     return upgrade, downgrade
+
+
+def serial_id() -> sa.Column[int]:
+    """The surrogate key column of a table: ``id``, an auto-incremented integer (the table
+    still names it in its ``PrimaryKeyConstraint``)."""
+    return sa.Column("id", sa.Integer(), autoincrement=True, nullable=False)
 
 
 def _create_indexes(table: str, indexes: Sequence[Index]) -> None:

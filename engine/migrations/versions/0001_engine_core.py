@@ -26,7 +26,7 @@ upgrade, downgrade = ops.reversible(
     ),
     ops.table(
         "schedules",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        ops.serial_id(),
         sa.Column("name", sa.String(length=100), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("trigger_type", sa.String(length=20), nullable=False),
@@ -55,7 +55,7 @@ upgrade, downgrade = ops.reversible(
     ),
     ops.table(
         "schedule_runs",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        ops.serial_id(),
         sa.Column("schedule_id", sa.Integer(), nullable=True),
         sa.Column("schedule_name", sa.String(length=100), nullable=False),
         sa.Column("trigger_context", sa.JSON(), nullable=False),

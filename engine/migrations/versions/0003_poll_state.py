@@ -43,7 +43,7 @@ upgrade, downgrade = ops.reversible(
     ),
     ops.table(
         "poll_claims",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        ops.serial_id(),
         sa.Column("schedule_id", sa.Integer(), nullable=False),
         sa.Column("pr_number", sa.Integer(), nullable=False),
         sa.Column("occurred_at", engine.store.models.UTCDateTime(timezone=True), nullable=False),

@@ -14,7 +14,7 @@ down_revision: str | None = "0003"
 upgrade, downgrade = ops.reversible(
     ops.table(
         "trigger_keys",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        ops.serial_id(),
         sa.Column("schedule_id", sa.Integer(), nullable=False),
         sa.Column("dedupe_key", sa.String(length=300), nullable=False),
         sa.Column("run_id", sa.Integer(), nullable=True),

@@ -45,7 +45,7 @@ def _backfill_pr_numbers() -> None:
 upgrade, downgrade = ops.reversible(
     ops.table(
         "poll_decisions",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        ops.serial_id(),
         sa.Column("schedule_id", sa.Integer(), nullable=False),
         sa.Column("pr_number", sa.Integer(), nullable=False),
         sa.Column("occurred_at", engine.store.models.UTCDateTime(), nullable=False),
