@@ -334,9 +334,25 @@ class MentionsPass(Pass):
     ) -> None:
         """Hold, refuse or claim and launch one accepted item (``created_at``: when the
         item was created, checked against the key horizon; see engine.store.keyretention)."""
-        assert decision.dedupe_key is not None
+        dedupe_key = decision.dedupe_key
+        assert dedupe_key is not None
         context = self.fire_context(context)
         event = PollEvent(pr_number=pr_number, at=at, context=context)
+
+        def claim_key(argv: list[str] | None, refusal: str | None = None) -> Claim | None:
+            """The item's key and run row: ``running`` with ``argv``, or ``refused``."""
+            return self.pstore.claim_trigger(
+                self.ticket,
+                dedupe_key=dedupe_key,
+                context=context,
+                argv=argv,
+                owner=self.owner,
+                status=RunStatus.RUNNING if refusal is None else RunStatus.REFUSED,
+                reason=refusal,
+                once_per_prefix=once_per_prefix,
+                created_at=created_at,
+            )
+
         if self.over_cap():
             leg.hold_at(at)
             self.decide(event, "held")
@@ -348,47 +364,16 @@ class MentionsPass(Pass):
             # Recorded once as a refused run under its dedupe key: no retry loop.
             self.decide(event, f"refused:{exc.reason}")
             if not self.dry_run:
-                self.claim_key(
-                    decision.dedupe_key,
-                    context,
-                    None,
-                    once_per_prefix,
-                    created_at,
-                    refusal=exc.reason,
-                )
+                claim_key(None, exc.reason)
             return
         if self.dry_run:
             self.would_fire(event, argv)
             return
-        claim = self.claim_key(decision.dedupe_key, context, argv, once_per_prefix, created_at)
+        claim = claim_key(argv)
         if claim is None:
             self.decide(event, "already_claimed")
             return
         self.launched(event, claim, argv)
-
-    def claim_key(
-        self,
-        dedupe_key: str,
-        context: dict[str, Any],
-        argv: list[str] | None,
-        once_per_prefix: str | None,
-        created_at: datetime | None,
-        *,
-        refusal: str | None = None,
-    ) -> Claim | None:
-        """Claim an item's ``dedupe_key`` with its run row: ``running`` with ``argv``, or
-        final as ``refused`` with the reason code ``refusal``."""
-        return self.pstore.claim_trigger(
-            self.ticket,
-            dedupe_key=dedupe_key,
-            context=context,
-            argv=argv,
-            owner=self.owner,
-            status=RunStatus.RUNNING if refusal is None else RunStatus.REFUSED,
-            reason=refusal,
-            once_per_prefix=once_per_prefix,
-            created_at=created_at,
-        )
 
     # -- settle ---------------------------------------------------------------------------
 
