@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.apitypes import Decision as Decision  # re-exported: part of the surface
+from engine.apitypes import HealthCause as HealthCause  # re-exported, as Decision
+from engine.closable import Closable
 from engine.errors import DatabaseError, InvalidInput
 from engine.jsonable import as_json
 
@@ -39,15 +41,6 @@ if TYPE_CHECKING:
     from engine.store.store import Store
 
 UNREADABLE = "li_unreadable"
-
-
-@dataclass(frozen=True)
-class HealthCause:
-    """Why a schedule is in its state (``li schedule health`` prints one per line)."""
-
-    code: str
-    message: str
-    advice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +120,7 @@ class PrHistory:
     queued: tuple[QueuedAttempt, ...] = ()
 
 
-class LiReader:
+class LiReader(Closable):
     """A read-only view of one li database; get one from :func:`open_readonly`."""
 
     def __init__(self, engine: Engine, store: Store) -> None:
@@ -136,12 +129,6 @@ class LiReader:
 
     def close(self) -> None:
         self._engine.dispose()
-
-    def __enter__(self) -> LiReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def poll_schedules(self) -> list[PollSchedule]:
         """Every github_poll schedule, in the store's order."""
@@ -234,7 +221,7 @@ def _health_row(item: ScheduleHealth) -> ScheduleHealthRow:
         name=item.name,
         state=item.health.state.value,
         paging=item.health.state in PAGING_STATES,
-        causes=tuple(HealthCause(c.code, c.message, c.advice) for c in item.health.causes),
+        causes=tuple(item.health.causes),
         last_poll_at=facts.last_poll_at,
         last_healthy_poll_at=facts.last_healthy_poll_at,
         last_error_reason=facts.last_error_reason,

@@ -1,6 +1,7 @@
 """Result types of :mod:`engine.api` that li's own modules build: they live below both,
-so that the poll decisions (engine.poll.decisions) make the type the surface returns
-without importing the surface that reads them (no cycle, docs/architecture.md "Walls").
+so that the poll decisions (engine.poll.decisions) and the health assessment
+(engine.health.assess) make the type the surface returns without importing the surface
+that reads them (no cycle, docs/architecture.md "Walls").
 :mod:`engine.api` re-exports each of them."""
 
 from __future__ import annotations
@@ -28,3 +29,13 @@ class Decision:
     def to_json(self) -> dict[str, Any]:
         """The ``li schedule events --json`` form."""
         return as_json(self)
+
+
+@dataclass(frozen=True)
+class HealthCause:
+    """Why a schedule is in its state: a stable ``code``, a sentence for a human and what
+    to do (``li schedule health`` prints one per line; engine.health.assess finds them)."""
+
+    code: str
+    message: str
+    advice: str | None = None

@@ -18,14 +18,14 @@ wrapper.gh, built on the generic calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
 from engine.errors import InvalidInput
-from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
+from engine.github.pacing import pacer_for, token_identity
 from engine.github.parse import (
     COMMENT_SHAPE,
     COMMENT_SHAPE_ID,
@@ -36,7 +36,7 @@ from engine.github.parse import (
     project,
     unique_pulls,
 )
-from engine.github.session import GitHubSession, logger, redact
+from engine.github.session import GitHubSession, SessionOptions, logger, redact
 from engine.github.types import (
     CachedResponse,
     CommentListing,
@@ -61,7 +61,8 @@ class GitHubClient(GitHubSession):
     """A GitHub REST client for one token (``Settings.github_token``; None: anonymous).
 
     ``transport`` replaces the network (an ``httpx.MockTransport`` in tests); ``cache``
-    defaults to a :class:`MemoryEtagCache`; ``pacer`` defaults to the process-wide
+    defaults to a :class:`MemoryEtagCache`; the other options are the session's
+    (:class:`~engine.github.session.SessionOptions`); ``pacer`` defaults to the process-wide
     :func:`pacer_for` of the token; ``clock`` dates cache entries and secondary-limit
     deferrals. The client is thread-safe, never sleeps itself (waiting is the pacer's:
     inject ``sleep`` there) and never retries: a failure raises
@@ -73,22 +74,9 @@ class GitHubClient(GitHubSession):
         settings: GitHubSettings,
         *,
         cache: EtagCache | None = None,
-        transport: httpx.BaseTransport | None = None,
-        pacer: RequestPacer | None = None,
-        clock: Callable[[], datetime] = utcnow,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 30.0,
-        record_rates: bool = True,
+        **options: Unpack[SessionOptions],
     ) -> None:
-        super().__init__(
-            settings,
-            transport=transport,
-            pacer=pacer,
-            clock=clock,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            record_rates=record_rates,
-        )
+        super().__init__(settings, **options)
         self._cache: EtagCache = cache if cache is not None else MemoryEtagCache()
 
     # -- listings -----------------------------------------------------------------------

@@ -23,11 +23,12 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Self, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import httpx
 
 from engine import __version__
+from engine.closable import Closable
 from engine.errors import ConfigError, InvalidInput
 from engine.github.bounded import ACCEPT_ENCODING, Bounds, OutOfBounds, send_bounded
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
@@ -147,7 +148,19 @@ def _record_rate(identity: str, headers: Mapping[str, str]) -> None:
     ratelog.note(identity, headers)
 
 
-class GitHubSession:
+class SessionOptions(TypedDict, total=False):
+    """The keyword options of :class:`GitHubSession` (and of the client built on it);
+    each omitted one takes the default of ``GitHubSession.__init__``."""
+
+    transport: httpx.BaseTransport | None
+    pacer: RequestPacer | None
+    clock: Callable[[], datetime]
+    connect_timeout: float
+    read_timeout: float
+    record_rates: bool
+
+
+class GitHubSession(Closable):
     """The HTTP session of one token (``Settings.github_token``; None: anonymous).
 
     ``transport`` replaces the network (an ``httpx.MockTransport`` in tests); ``pacer``
@@ -219,12 +232,6 @@ class GitHubSession:
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- generic calls ------------------------------------------------------------------
 

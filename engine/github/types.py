@@ -84,11 +84,22 @@ class GitHubError(LiError):
         return f"{type(self).__name__}({self.message!r}, {self.reason!r}, status={self.status!r})"
 
 
+# Every kind below, by its reason code (each registers itself as it is declared).
+ERROR_CLASSES: dict[str, type[GitHubErrorKind]] = {}
+
+
 class GitHubErrorKind(GitHubError):
     """Base of the per-kind classes below: a :class:`GitHubError` whose reason is fixed
     by its class (``REASON``), built as ``Kind(message, status=..., ...)``."""
 
     REASON: ClassVar[str]
+
+    def __init_subclass__(cls, *, reason: str, **kwargs: Any) -> None:
+        """A kind names its reason code as it is declared and is then the class
+        :data:`ERROR_CLASSES` maps that code to."""
+        super().__init_subclass__(**kwargs)
+        cls.REASON = reason
+        ERROR_CLASSES[reason] = cls
 
     def __init__(
         self,
@@ -103,89 +114,49 @@ class GitHubErrorKind(GitHubError):
         )
 
 
-class GitHubAuthError(GitHubErrorKind):
+class GitHubAuthError(GitHubErrorKind, reason=AUTH_ERROR):
     """401: the token is missing, wrong or revoked."""
 
-    REASON = AUTH_ERROR
 
-
-class GitHubRateLimited(GitHubErrorKind):
+class GitHubRateLimited(GitHubErrorKind, reason=RATE_LIMITED):
     """The token's primary rate limit is spent until ``reset_at``."""
 
-    REASON = RATE_LIMITED
 
-
-class GitHubSecondaryRateLimited(GitHubErrorKind):
+class GitHubSecondaryRateLimited(GitHubErrorKind, reason=SECONDARY_RATE_LIMITED):
     """GitHub's secondary (abuse) limit: wait ``retry_after`` seconds."""
 
-    REASON = SECONDARY_RATE_LIMITED
 
-
-class GitHubNotFound(GitHubErrorKind):
+class GitHubNotFound(GitHubErrorKind, reason=NOT_FOUND):
     """404, a NOT_FOUND GraphQL error, or an object the answer says does not exist."""
 
-    REASON = NOT_FOUND
 
-
-class GitHubHttpError(GitHubErrorKind):
+class GitHubHttpError(GitHubErrorKind, reason=HTTP_ERROR):
     """Any other refusal: a 4xx, or an unexpected 3xx/304."""
 
-    REASON = HTTP_ERROR
 
-
-class GitHubServerError(GitHubErrorKind):
+class GitHubServerError(GitHubErrorKind, reason=SERVER_ERROR):
     """5xx: GitHub failed."""
 
-    REASON = SERVER_ERROR
 
-
-class GitHubNetworkError(GitHubErrorKind):
+class GitHubNetworkError(GitHubErrorKind, reason=NETWORK_ERROR):
     """No complete answer: refused, timed out or cut off mid-body."""
 
-    REASON = NETWORK_ERROR
 
-
-class GitHubMalformedPayload(GitHubErrorKind):
+class GitHubMalformedPayload(GitHubErrorKind, reason=MALFORMED_PAYLOAD):
     """The answer is not JSON, or not the shape the client reads."""
 
-    REASON = MALFORMED_PAYLOAD
 
-
-class GitHubDeadlineExceeded(GitHubNetworkError):
+class GitHubDeadlineExceeded(GitHubNetworkError, reason=REQUEST_DEADLINE):
     """The whole request (connect, reads, decompression, redirects) outlasted its deadline."""
 
-    REASON = REQUEST_DEADLINE
 
-
-class GitHubBodyTooLarge(GitHubMalformedPayload):
+class GitHubBodyTooLarge(GitHubMalformedPayload, reason=BODY_TOO_LARGE):
     """The decoded body grew past the cap: no answer GitHub gives is that large."""
 
-    REASON = BODY_TOO_LARGE
 
-
-class GitHubRedirectRefused(GitHubMalformedPayload):
+class GitHubRedirectRefused(GitHubMalformedPayload, reason=REDIRECT_REFUSED):
     """A redirect that leaves the API's origin, one too many, or one that would turn a
     write into a GET."""
-
-    REASON = REDIRECT_REFUSED
-
-
-ERROR_CLASSES: dict[str, type[GitHubErrorKind]] = {
-    kind.REASON: kind
-    for kind in (
-        GitHubAuthError,
-        GitHubRateLimited,
-        GitHubSecondaryRateLimited,
-        GitHubNotFound,
-        GitHubHttpError,
-        GitHubServerError,
-        GitHubNetworkError,
-        GitHubMalformedPayload,
-        GitHubDeadlineExceeded,
-        GitHubBodyTooLarge,
-        GitHubRedirectRefused,
-    )
-}
 
 
 # == repository names ====================================================================

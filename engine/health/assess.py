@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+# One problem found is the public engine.api.HealthCause (one type, not two).
+from engine.apitypes import HealthCause as Cause
 from engine.durations import format_duration
 from engine.store.enums import RunStatus, TriggerType
 
@@ -74,15 +76,6 @@ SEVERITY: tuple[HealthState, ...] = (
     HealthState.DEGRADED,
     HealthState.NEVER_POLLED,
 )
-
-
-@dataclass(frozen=True)
-class Cause:
-    """One problem found: a stable ``code``, a sentence for a human, and what to do."""
-
-    code: str
-    message: str
-    advice: str | None = None
 
 
 @dataclass(frozen=True)

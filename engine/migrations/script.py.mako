@@ -1,9 +1,4 @@
-"""${message}
-
-Revision ID: ${up_revision}
-Revises: ${down_revision | comma,n}
-Create Date: ${create_date}
-"""
+"""${message}"""
 
 from __future__ import annotations
 
@@ -17,8 +12,12 @@ import engine.store.models  # noqa: F401
 
 revision: str = ${repr(up_revision)}
 down_revision: str | None = ${repr(down_revision)}
+% if branch_labels:
 branch_labels: str | Sequence[str] | None = ${repr(branch_labels)}
+% endif
+% if depends_on:
 depends_on: str | Sequence[str] | None = ${repr(depends_on)}
+% endif
 
 
 def upgrade() -> None:

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -37,9 +37,13 @@ from sqlalchemy.orm import Session
 
 from engine.apitypes import Decision
 from engine.errors import InvalidInput
+from engine.store.core import count_boundary
 from engine.store.models import PollDecision, ScheduleRun
 from engine.store.store import Store
 from engine.timefmt import iso_utc_or_none
+
+if TYPE_CHECKING:  # the pass's own type; importing it would load the GitHub client
+    from engine.poll.steps import EventDecision
 
 DEFAULT_KEEP_DAYS = 31
 DEFAULT_KEEP_ROWS = 10_000
@@ -85,28 +89,6 @@ def _non_negative(env: Mapping[str, str], name: str, default: int) -> int:
     return int(text)
 
 
-class SeenEvent(Protocol):
-    """What a pass knows of an event (engine.poll.plan.PollEvent satisfies it)."""
-
-    @property
-    def pr_number(self) -> int: ...
-    @property
-    def at(self) -> datetime: ...
-    @property
-    def head_sha(self) -> str: ...
-
-
-class PassDecision(Protocol):
-    """One decision of a pass (engine.poll.steps.EventDecision satisfies it)."""
-
-    @property
-    def event(self) -> SeenEvent: ...
-    @property
-    def decision(self) -> str: ...
-    @property
-    def run_id(self) -> int | None: ...
-
-
 # One stored decision is the public engine.api.Decision (one type, not two).
 DecisionRow = Decision
 
@@ -132,7 +114,7 @@ def stored_form(decision: str) -> tuple[str, str | None] | None:
 def record_decisions(
     store: Store,
     schedule_id: int,
-    decisions: Iterable[PassDecision],
+    decisions: Iterable[EventDecision],
     retention: Retention | None = None,
 ) -> int:
     """Store a pass's new decisions and prune; returns how many rows were inserted.
@@ -190,13 +172,8 @@ def prune(session: Session, schedule_id: int, policy: Retention, now: datetime) 
             )
         )
     if policy.keep_rows:
-        boundary = session.scalar(
-            select(PollDecision.id)
-            .where(PollDecision.schedule_id == schedule_id)
-            .order_by(PollDecision.id.desc())
-            .offset(policy.keep_rows)
-            .limit(1)
-        )
+        scope = PollDecision.schedule_id == schedule_id
+        boundary = count_boundary(session, PollDecision.id, scope, policy.keep_rows)
         if boundary is not None:
             session.execute(
                 delete(PollDecision).where(

@@ -28,6 +28,7 @@ from engine.poll.plan import PollEvent, event_context
 from engine.poll.steps import Pass, PassReport, error_outcome, log, page_limit
 from engine.store.models import RunStatus
 from engine.store.pollstore import PollOutcome
+from engine.store.store import Claim
 from engine.triggers import (
     REASON_LOG_LEVELS,
     CommentItem,
@@ -333,9 +334,25 @@ class MentionsPass(Pass):
     ) -> None:
         """Hold, refuse or claim and launch one accepted item (``created_at``: when the
         item was created, checked against the key horizon; see engine.store.keyretention)."""
-        assert decision.dedupe_key is not None
+        dedupe_key = decision.dedupe_key
+        assert dedupe_key is not None
         context = self.fire_context(context)
         event = PollEvent(pr_number=pr_number, at=at, context=context)
+
+        def claim_key(argv: list[str] | None, refusal: str | None = None) -> Claim | None:
+            """The item's key and run row: ``running`` with ``argv``, or ``refused``."""
+            return self.pstore.claim_trigger(
+                self.ticket,
+                dedupe_key=dedupe_key,
+                context=context,
+                argv=argv,
+                owner=self.owner,
+                status=RunStatus.RUNNING if refusal is None else RunStatus.REFUSED,
+                reason=refusal,
+                once_per_prefix=once_per_prefix,
+                created_at=created_at,
+            )
+
         if self.over_cap():
             leg.hold_at(at)
             self.decide(event, "held")
@@ -347,30 +364,12 @@ class MentionsPass(Pass):
             # Recorded once as a refused run under its dedupe key: no retry loop.
             self.decide(event, f"refused:{exc.reason}")
             if not self.dry_run:
-                self.pstore.claim_trigger(
-                    self.ticket,
-                    dedupe_key=decision.dedupe_key,
-                    context=context,
-                    argv=None,
-                    owner=self.owner,
-                    status=RunStatus.REFUSED,
-                    reason=exc.reason,
-                    once_per_prefix=once_per_prefix,
-                    created_at=created_at,
-                )
+                claim_key(None, exc.reason)
             return
         if self.dry_run:
             self.would_fire(event, argv)
             return
-        claim = self.pstore.claim_trigger(
-            self.ticket,
-            dedupe_key=decision.dedupe_key,
-            context=context,
-            argv=argv,
-            owner=self.owner,
-            once_per_prefix=once_per_prefix,
-            created_at=created_at,
-        )
+        claim = claim_key(argv)
         if claim is None:
             self.decide(event, "already_claimed")
             return

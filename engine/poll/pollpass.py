@@ -54,6 +54,7 @@ from engine.poll.steps import (
 )
 from engine.store.models import RunStatus
 from engine.store.pollstore import PollOutcome, PollStore, PollTicket
+from engine.store.store import Claim
 
 __all__ = ["EventDecision", "Launcher", "PassReport", "PullsPass", "page_limit", "poll_once"]
 
@@ -222,24 +223,21 @@ class PullsPass(Pass):
             return
         self.refusals.pop(event.key, None)
         self.handled(event)
-        self.pstore.claim_event(
-            self.ticket,
-            pr_number=event.pr_number,
-            occurred_at=event.at,
-            head_sha=event.head_sha,
-            context=context,
-            argv=None,
-            owner=self.owner,
-            cursor_to=self.cursor_to,
-            status=RunStatus.REFUSED,
-            reason=exc.reason,
-        )
+        self.claim_run(event, context, None, self.cursor_to, refusal=exc.reason)
         self.decide(event, f"skipped:{exc.reason}")
 
-    def claim(self, event: PollEvent, context: dict[str, Any], argv: list[str]) -> None:
-        """Claim ``event`` (claim + run row + cursor, one transaction) and launch it."""
-        move_to = event.at if self.cursor_may_move and not self.blocked else None
-        claim = self.pstore.claim_event(
+    def claim_run(
+        self,
+        event: PollEvent,
+        context: dict[str, Any],
+        argv: list[str] | None,
+        cursor_to: datetime | None,
+        *,
+        refusal: str | None = None,
+    ) -> Claim | None:
+        """Claim ``event`` with its run row: ``running`` with ``argv``, or final as
+        ``refused`` with the reason code ``refusal``."""
+        return self.pstore.claim_event(
             self.ticket,
             pr_number=event.pr_number,
             occurred_at=event.at,
@@ -247,8 +245,15 @@ class PullsPass(Pass):
             context=context,
             argv=argv,
             owner=self.owner,
-            cursor_to=move_to,
+            cursor_to=cursor_to,
+            status=RunStatus.RUNNING if refusal is None else RunStatus.REFUSED,
+            reason=refusal,
         )
+
+    def claim(self, event: PollEvent, context: dict[str, Any], argv: list[str]) -> None:
+        """Claim ``event`` (claim + run row + cursor, one transaction) and launch it."""
+        move_to = event.at if self.cursor_may_move and not self.blocked else None
+        claim = self.claim_run(event, context, argv, move_to)
         if move_to is not None:
             self.cursor_to = move_to
         if claim is None:

@@ -13,7 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.config import Settings
@@ -68,8 +68,14 @@ def execute_claim(
     between attempts ends early on ``cancel`` (a stop): the fire then stays failed.
     ``on_attempt(run_id)`` is told each new attempt's run id.
     """
+    if finish is None:
+
+        def finish(run_id: int, result: FinishedRun) -> None:
+            store.finish_run(run_id, result, owner=owner)
+
+    attempts = _Attempts(store, settings, owner, environ, cancel, finish)
     rng = random.Random()
-    result = _execute_attempt(store, settings, claim, owner, environ, cancel, finish)
+    result = _execute_attempt(attempts, claim)
     tries = 1
     while result.status is RunStatus.FAILED and tries < claim.retry_max_attempts:
         delay = retry_delay(claim, tries, rng)
@@ -91,7 +97,7 @@ def execute_claim(
         if on_attempt is not None:
             on_attempt(run_id)
         tries += 1
-        result = _execute_attempt(store, settings, claim, owner, environ, cancel, finish)
+        result = _execute_attempt(attempts, claim)
     return result
 
 
@@ -145,21 +151,26 @@ def _log_end(claim: Claim, result: FinishedRun, began: float) -> None:
     )
 
 
-def _execute_attempt(
-    store: Store,
-    settings: Settings,
-    claim: Claim,
-    owner: str,
-    environ: Mapping[str, str] | None,
-    cancel: threading.Event | None,
-    finish: Finisher | None,
-) -> FinishedRun:
+@dataclass(frozen=True)
+class _Attempts:
+    """What every attempt of one fire runs with: the store, the settings, the engine that
+    owns the fire, the environment it reads, the stop event and the outcome's recorder."""
+
+    store: Store
+    settings: Settings
+    owner: str
+    environ: Mapping[str, str] | None
+    cancel: threading.Event | None
+    finish: Finisher
+
+
+def _execute_attempt(ctx: _Attempts, claim: Claim) -> FinishedRun:
     """One attempt, logged once as it starts and once as it ends (docs/engine.md, "Log
     lines"): the end line carries the status, the reason code and the exit code."""
     log.info("%s started", _run_label(claim), extra={**_run_fields(claim), "phase": "start"})
     began = time.monotonic()
     try:
-        result = _attempt(store, settings, claim, owner, environ, cancel, finish)
+        result = _attempt(ctx, claim)
     except Exception as exc:
         reason = exc.reason if isinstance(exc, LiError) else "engine_error"
         _log_end(claim, FinishedRun(status=RunStatus.FAILED, reason=reason), began)
@@ -168,34 +179,22 @@ def _execute_attempt(
     return result
 
 
-def _attempt(
-    store: Store,
-    settings: Settings,
-    claim: Claim,
-    owner: str,
-    environ: Mapping[str, str] | None,
-    cancel: threading.Event | None,
-    finish: Finisher | None,
-) -> FinishedRun:
+def _attempt(ctx: _Attempts, claim: Claim) -> FinishedRun:
     """Run one attempt of a claimed fire to its end and record its outcome.
 
     The allow-list is checked again while building argv and once more by the runner
     right before spawn; a refusal there is recorded as ``refused`` with its reason.
-    ``finish`` records the outcome (default: :meth:`Store.finish_run` as ``owner``).
+    ``ctx.finish`` records the outcome.
     """
-    if finish is None:
-
-        def finish(run_id: int, result: FinishedRun) -> None:
-            store.finish_run(run_id, result, owner=owner)
-
+    store, settings, environ = ctx.store, ctx.settings, ctx.environ
     try:
         argv = render_argv(claim.command, claim.args, claim.context, settings.command_allowlist)
     except LiError as exc:
         result = FinishedRun(status=RunStatus.REFUSED, reason=exc.reason, stderr_tail=exc.message)
-        finish(claim.run_id, result)
+        ctx.finish(claim.run_id, result)
         record_run(claim.schedule_name, result.status.value, None, None)
         return result
-    if not store.set_run_argv(claim.run_id, argv, owner=owner):
+    if not store.set_run_argv(claim.run_id, argv, owner=ctx.owner):
         # Fenced: another engine recovered this run meanwhile; it is not ours to launch
         # (the end line says so: cancelled, reason fenced).
         return FinishedRun(status=RunStatus.CANCELLED, reason="fenced")
@@ -216,10 +215,10 @@ def _attempt(
         kill_grace_seconds=settings.kill_grace_seconds,
     )
     outcome = run_action(
-        request, on_spawn=lambda pid: store.mark_started(claim.run_id, pid), cancel=cancel
+        request, on_spawn=lambda pid: store.mark_started(claim.run_id, pid), cancel=ctx.cancel
     )
     result = finished_from_outcome(outcome)
-    finish(claim.run_id, result)
+    ctx.finish(claim.run_id, result)
     launched = outcome.pid is not None
     record_run(
         claim.schedule_name,

@@ -21,7 +21,7 @@ same file instead).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from threading import Thread
@@ -99,22 +99,24 @@ class RateCollector(Collector):
         from engine.github import ratelog
 
         remaining, reset = ratelog.newest()
-        left = GaugeMetricFamily(
+        yield _per_identity(
             "li_github_rate_limit_remaining",
             "Requests left in GitHub's window, per token identity (a hash, never the token).",
-            labels=["identity"],
+            remaining,
         )
-        for identity, value in sorted(remaining.items()):
-            left.add_metric([identity], value)
-        resets = GaugeMetricFamily(
+        yield _per_identity(
             "li_github_rate_limit_reset_timestamp_seconds",
             "When GitHub's rate-limit window resets (Unix time), per token identity.",
-            labels=["identity"],
+            reset,
         )
-        for identity, value in sorted(reset.items()):
-            resets.add_metric([identity], value)
-        yield left
-        yield resets
+
+
+def _per_identity(name: str, documentation: str, values: Mapping[str, float]) -> Metric:
+    """A gauge with one sample per token identity, in identity order."""
+    gauge = GaugeMetricFamily(name, documentation, labels=["identity"])
+    for identity, value in sorted(values.items()):
+        gauge.add_metric([identity], value)
+    return gauge
 
 
 REGISTRY.register(RateCollector())

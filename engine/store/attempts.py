@@ -154,16 +154,14 @@ def take_retries(
     runs = []
     for entry in entries:
         context = dict(entry.get("context") or {})
-        run = ScheduleRun(
-            schedule_id=schedule.id,
-            schedule_name=schedule.name,
-            trigger_context=context,
+        run = ScheduleRun.begun(
+            schedule.id,
+            schedule.name,
+            context,
+            RunStatus.RUNNING,
+            now,
+            owner=owner,
             argv=entry.get("argv"),
-            status=RunStatus.RUNNING.value,
-            engine_id=owner,
-            started_at=now,
-            stdout_tail="",
-            stderr_tail="",
             attempt=int(entry.get("attempt", 1)) + 1,
             fire_id=int(entry["fire_id"]),
         )
@@ -198,16 +196,13 @@ def retry_attempt(session: Session, run_id: int, owner: str, now: datetime) -> i
     old = session.get(ScheduleRun, run_id, with_for_update=True)
     if old is None or old.status != RunStatus.FAILED.value or old.engine_id != owner:
         return None
-    run = ScheduleRun(
-        schedule_id=old.schedule_id,
-        schedule_name=old.schedule_name,
-        trigger_context=dict(old.trigger_context or {}),
-        argv=None,
-        status=RunStatus.RUNNING.value,
-        engine_id=owner,
-        started_at=now,
-        stdout_tail="",
-        stderr_tail="",
+    run = ScheduleRun.begun(
+        old.schedule_id,
+        old.schedule_name,
+        dict(old.trigger_context or {}),
+        RunStatus.RUNNING,
+        now,
+        owner=owner,
         attempt=old.attempt + 1,
         fire_id=old.fire_id or old.id,
     )

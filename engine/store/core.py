@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import Engine, event, select
+from sqlalchemy import ColumnElement, Engine, event, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from engine.errors import Conflict, LiError, NotFound
 from engine.schedules.spec import next_fire_time
@@ -130,3 +130,15 @@ def seed_poll_state(session: Session, row: Schedule, now: datetime) -> None:
             updated_at=now,
         )
     )
+
+
+def count_boundary(
+    session: Session, row_id: InstrumentedAttribute[int], scope: ColumnElement[bool], keep: int
+) -> int | None:
+    """The id of the newest row in ``scope`` past its ``keep`` newest (ids grow with
+    time): rows with an id at or below it are beyond a bound of ``keep`` rows. None when
+    ``scope`` holds ``keep`` rows or fewer."""
+    boundary: int | None = session.scalar(
+        select(row_id).where(scope).order_by(row_id.desc()).offset(keep).limit(1)
+    )
+    return boundary

@@ -65,11 +65,7 @@ class Claim:
             run_id=run_id,
             schedule_id=row.id,
             schedule_name=row.name,
-            command=row.command,
-            args=list(row.args or []),
-            cwd=row.cwd,
-            timeout_seconds=row.timeout_seconds,
-            env_passthrough=list(row.env_passthrough or []),
+            **row.command_fields(),
             context=context,
             next_fire_at=row.next_fire_at,
             retry_max_attempts=row.retry_max_attempts or 1,
@@ -140,16 +136,14 @@ def _overlap_refusal(
     row: Schedule, context: dict[str, Any], owner: str, now: datetime
 ) -> ScheduleRun:
     """The refused run of a ``skip`` schedule fired while its previous run holds the lease."""
-    return ScheduleRun(
-        schedule_id=row.id,
-        schedule_name=row.name,
-        trigger_context=context,
-        status=RunStatus.REFUSED.value,
+    return ScheduleRun.begun(
+        row.id,
+        row.name,
+        context,
+        RunStatus.REFUSED,
+        now,
+        owner=owner,
         reason=RunReason.OVERLAP.value,
-        started_at=now,
-        finished_at=now,
-        engine_id=owner,
-        stdout_tail="",
         stderr_tail=f"previous run still in progress (lease held by {row.lease_owner})",
     )
 
@@ -166,16 +160,7 @@ def _take_fire(row: Schedule, owner: str, now: datetime, manual: bool, grace: fl
 
 
 def _running_run(row: Schedule, context: dict[str, Any], owner: str, now: datetime) -> ScheduleRun:
-    return ScheduleRun(
-        schedule_id=row.id,
-        schedule_name=row.name,
-        trigger_context=context,
-        status=RunStatus.RUNNING.value,
-        engine_id=owner,
-        started_at=now,
-        stdout_tail="",
-        stderr_tail="",
-    )
+    return ScheduleRun.begun(row.id, row.name, context, RunStatus.RUNNING, now, owner=owner)
 
 
 def _due(now: datetime) -> tuple[ColumnElement[bool], ...]:

@@ -7,7 +7,7 @@ Every timestamp is timezone-aware UTC in Python. SQLite has no zone-aware type, 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import (
     JSON,
@@ -68,6 +68,16 @@ class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON, list[str]: JSON}
 
 
+class CommandFields(TypedDict):
+    """What a schedule runs, as the keyword fields of a claim, a poll ticket and a spec."""
+
+    command: str
+    args: list[str]
+    cwd: str | None
+    timeout_seconds: int
+    env_passthrough: list[str]
+
+
 class Schedule(Base):
     __tablename__ = "schedules"
 
@@ -101,6 +111,16 @@ class Schedule(Base):
     # The change counter (``schedule_changes.version``) at this row's last definitional
     # change (engine.store.changes); the timer reloads only rows newer than it has seen.
     version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0", index=True)
+
+    def command_fields(self) -> CommandFields:
+        """The command, its arguments, directory, timeout and passed-through variables."""
+        return CommandFields(
+            command=self.command,
+            args=list(self.args or []),
+            cwd=self.cwd,
+            timeout_seconds=self.timeout_seconds,
+            env_passthrough=list(self.env_passthrough or []),
+        )
 
 
 class ScheduleChanges(Base):
@@ -161,6 +181,40 @@ class ScheduleRun(Base):
     fire_id: Mapped[int | None] = mapped_column(Integer)
     # The pull request of a github_poll fire (from its trigger context), for filtering.
     pr_number: Mapped[int | None] = mapped_column(Integer)
+
+    @classmethod
+    def begun(
+        cls,
+        schedule_id: int | None,
+        schedule_name: str,
+        context: dict[str, Any],
+        status: RunStatus,
+        now: datetime,
+        *,
+        owner: str | None = None,
+        argv: list[str] | None = None,
+        reason: str | None = None,
+        stderr_tail: str = "",
+        attempt: int = 1,
+        fire_id: int | None = None,
+    ) -> ScheduleRun:
+        """A new run row started at ``now``: ``running``, or already finished at ``now``
+        (a refusal, a recorded operator action), with empty output tails."""
+        return cls(
+            schedule_id=schedule_id,
+            schedule_name=schedule_name,
+            trigger_context=context,
+            argv=argv,
+            status=status.value,
+            reason=reason,
+            engine_id=owner,
+            started_at=now,
+            finished_at=None if status is RunStatus.RUNNING else now,
+            stdout_tail="",
+            stderr_tail=stderr_tail,
+            attempt=attempt,
+            fire_id=fire_id,
+        )
 
 
 class EngineInstance(Base):

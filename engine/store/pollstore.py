@@ -121,22 +121,25 @@ def _event_run(
     now: datetime,
 ) -> ScheduleRun:
     """The run row of one claimed event (``running``, or already final when refused)."""
-    run = ScheduleRun(
-        schedule_id=row.id,
-        schedule_name=row.name,
-        trigger_context=context,
-        argv=argv,
-        status=status.value,
-        reason=reason,
-        engine_id=owner,
-        started_at=now,
-        finished_at=None if status is RunStatus.RUNNING else now,
-        stdout_tail="",
-        stderr_tail="",
+    run = ScheduleRun.begun(
+        row.id, row.name, context, status, now, owner=owner, argv=argv, reason=reason
     )
     session.add(run)
     session.flush()
     return run
+
+
+def _counted(
+    state: PollState, row: Schedule, run: ScheduleRun, context: dict[str, Any], now: datetime
+) -> Claim:
+    """The claim of an event whose ``run`` was just written, counted on the poll state and
+    the schedule: a launched (``running``) run is dispatched and is a fire of ``row``."""
+    if run.status == RunStatus.RUNNING.value:
+        state.dispatched += 1
+        row.run_count += 1
+        row.last_fire_at = now
+    state.updated_at = now
+    return Claim.of(row, run.id, context)
 
 
 class PollStore:
@@ -202,11 +205,7 @@ class PollStore:
                 schedule_id=row.id,
                 schedule_name=row.name,
                 trigger_config=dict(row.trigger_config or {}),
-                command=row.command,
-                args=list(row.args or []),
-                cwd=row.cwd,
-                timeout_seconds=row.timeout_seconds,
-                env_passthrough=list(row.env_passthrough or []),
+                **row.command_fields(),
                 cursor_at=state.cursor_at,
                 held_batch=list(state.held_batch or []),
                 refusals={str(k): int(v) for k, v in (state.refusals or {}).items()},
@@ -273,18 +272,12 @@ class PollStore:
             )
             if not _insert_once(session, claim):
                 return None
-            finished = status is not RunStatus.RUNNING
             run = _event_run(session, row, context, argv, status, reason, owner, now)
             claim.run_id = run.id
             state = self._state(session, row.id, lock=True)
             if cursor_to is not None and (state.cursor_at is None or cursor_to > state.cursor_at):
                 state.cursor_at = cursor_to
-            if not finished:
-                state.dispatched += 1
-                row.run_count += 1
-                row.last_fire_at = now
-            state.updated_at = now
-            return Claim.of(row, run.id, context)
+            return _counted(state, row, run, context, now)
 
         return self.store.in_transaction(work)
 
@@ -345,15 +338,9 @@ class PollStore:
             key = TriggerKey(schedule_id=row.id, dedupe_key=dedupe_key, created_at=now)
             if not _insert_once(session, key):
                 return None
-            finished = status is not RunStatus.RUNNING
             run = _event_run(session, row, context, argv, status, reason, owner, now)
             key.run_id = run.id
-            if not finished:
-                state.dispatched += 1
-                row.run_count += 1
-                row.last_fire_at = now
-            state.updated_at = now
-            return Claim.of(row, run.id, context)
+            return _counted(state, row, run, context, now)
 
         return self.store.in_transaction(work)
 
@@ -435,16 +422,13 @@ class PollStore:
                 "operator": operator,
                 "trigger": RunReason.CURSOR_SET.value,
             }
-            run = ScheduleRun(
-                schedule_id=row.id,
-                schedule_name=row.name,
-                trigger_context=context,
-                status=RunStatus.SUCCEEDED.value,
+            run = ScheduleRun.begun(
+                row.id,
+                row.name,
+                context,
+                RunStatus.SUCCEEDED,
+                now,
                 reason=RunReason.CURSOR_SET.value,
-                started_at=now,
-                finished_at=now,
-                stdout_tail="",
-                stderr_tail="",
             )
             session.add(run)
             session.flush()

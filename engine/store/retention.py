@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from engine.errors import InvalidInput
 from engine.jsonable import as_json
+from engine.store.core import count_boundary
 from engine.store.enums import RunStatus
 from engine.store.keyretention import (
     BATCH,
@@ -162,13 +163,8 @@ def _queued(session: Session, claim_id: int) -> bool:
 
 
 def _prune_runs(session: Session, name: str, cutoff: datetime, policy: RunRetention) -> int:
-    boundary = session.scalar(
-        select(ScheduleRun.id)
-        .where(ScheduleRun.schedule_name == name)
-        .order_by(ScheduleRun.id.desc())
-        .offset(policy.keep_per_schedule)
-        .limit(1)
-    )
+    scope = ScheduleRun.schedule_name == name
+    boundary = count_boundary(session, ScheduleRun.id, scope, policy.keep_per_schedule)
     if boundary is None:
         return 0
     claimed = select(PollClaim.id).where(PollClaim.run_id == ScheduleRun.id)

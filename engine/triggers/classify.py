@@ -149,6 +149,12 @@ def _reject(reason: Reason) -> Decision:
     return Decision(accept=False, reason=reason)
 
 
+def _accept(event: TriggerEvent, dedupe_key: str, verb: str | None = None) -> Decision:
+    return Decision(
+        accept=True, reason=Reason.ACCEPTED, event=event, dedupe_key=dedupe_key, verb=verb
+    )
+
+
 def is_bot(user_type: str, login: str) -> bool:
     """GitHub marks bot accounts with ``type: "Bot"`` and a login ending in ``[bot]``."""
     return user_type == "Bot" or login.endswith("[bot]")
@@ -190,12 +196,8 @@ def classify_comment(item: CommentItem, repo: str, state: TriggerState) -> Decis
     # The numeric id, never the login: a freed login may belong to someone else now.
     if item.user_id not in state.allowlist:
         return _reject(Reason.COMMENTER_NOT_ALLOWLISTED)
-    return Decision(
-        accept=True,
-        reason=Reason.ACCEPTED,
-        event=TriggerEvent.MENTION,
-        dedupe_key=mention_dedupe_key(repo, item.pr_number, item.id),
-        verb=mention.verb,
+    return _accept(
+        TriggerEvent.MENTION, mention_dedupe_key(repo, item.pr_number, item.id), mention.verb
     )
 
 
@@ -214,12 +216,7 @@ def classify_pull(item: PullItem, repo: str, state: TriggerState) -> Decision:
         return _reject(Reason.DRAFT)
     if item.user_id not in state.allowlist:
         return _reject(Reason.AUTHOR_NOT_ALLOWLISTED)
-    return Decision(
-        accept=True,
-        reason=Reason.ACCEPTED,
-        event=TriggerEvent.PR_OPENED,
-        dedupe_key=pr_opened_dedupe_key(repo, item.number, item.head_sha),
-    )
+    return _accept(TriggerEvent.PR_OPENED, pr_opened_dedupe_key(repo, item.number, item.head_sha))
 
 
 def advance_watermark(current: datetime | None, seen: Iterable[datetime]) -> datetime | None:

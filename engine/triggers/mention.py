@@ -148,12 +148,37 @@ class TextWalk:
         self.size += len(text)
 
 
+class OpenTags:
+    """The open elements of a walk over rendered HTML, and how many of them are in
+    ``counted`` (the elements whose text the walk leaves out)."""
+
+    def __init__(self, counted: frozenset[str]) -> None:
+        self._stack: list[str] = []
+        self._counted = counted
+        self.inside = 0
+
+    def open(self, tag: str) -> None:
+        self._stack.append(tag)
+        self.inside += tag in self._counted
+
+    def close(self, tag: str) -> bool:
+        """Close ``tag`` and every element still open inside it; False for a stray end
+        tag, which closes nothing."""
+        if tag not in self._stack:
+            return False
+        while self._stack:
+            top = self._stack.pop()
+            self.inside -= top in self._counted
+            if top == tag:
+                break
+        return True
+
+
 class _Walker(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.walk = TextWalk()
-        self.stack: list[str] = []
-        self.excluded = 0
+        self.tags = OpenTags(_EXCLUDING)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _VOID:
@@ -161,25 +186,19 @@ class _Walker(HTMLParser):
             return
         if tag not in _TRANSPARENT:
             self.walk.add("\n" if tag not in _EXCLUDING else _OPAQUE)
-        self.stack.append(tag)
-        self.excluded += tag in _EXCLUDING
+        self.tags.open(tag)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.walk.add("\n" if tag == "br" else _OPAQUE)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag not in self.stack:
-            return  # a stray end tag closes nothing
-        while self.stack:
-            top = self.stack.pop()
-            self.excluded -= top in _EXCLUDING
-            if top == tag:
-                break
+        if not self.tags.close(tag):
+            return
         if tag not in _TRANSPARENT:
             self.walk.add("\n" if tag not in _EXCLUDING else _OPAQUE)
 
     def handle_data(self, data: str) -> None:
-        if self.excluded:
+        if self.tags.inside:
             self.walk.add(_OPAQUE)
             return
         self.walk.nodes.append((self.walk.size, data))

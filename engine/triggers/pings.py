@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from engine.errors import InvalidInput
-from engine.triggers.mention import render
+from engine.triggers.mention import OpenTags, render
 
 INVALID_MENTION_NAME = "invalid_mention_name"
 NEUTRAL_SPACE = "\u200b"
@@ -122,8 +122,7 @@ class _Runs(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.runs: list[list[str]] = [[]]
-        self.stack: list[str] = []
-        self.skipped = 0
+        self.tags = OpenTags(_SKIPPED)
 
     def _break(self) -> None:
         if self.runs[-1]:
@@ -135,25 +134,19 @@ class _Runs(HTMLParser):
             return
         if tag not in _INLINE:
             self._break()
-        self.stack.append(tag)
-        self.skipped += tag in _SKIPPED
+        self.tags.open(tag)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._break()
 
     def handle_endtag(self, tag: str) -> None:
-        if tag not in self.stack:
+        if not self.tags.close(tag):
             return
-        while self.stack:
-            top = self.stack.pop()
-            self.skipped -= top in _SKIPPED
-            if top == tag:
-                break
         if tag not in _INLINE:
             self._break()
 
     def handle_data(self, data: str) -> None:
-        if self.skipped:
+        if self.tags.inside:
             self._break()
         else:
             self.runs[-1].append(data)

@@ -1,9 +1,5 @@
 """durability: head SHA in poll claim keys, run attempts, retry queue
 
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-11-30 22:00:00.000000
-
 - ``poll_claims.head_sha`` joins the claim's unique key (issue 10 item 2): existing
   claims get ``""``, so an event claimed before the upgrade is still recognised as
   claimed by its (pr, time) only if it fires again with the empty SHA, i.e. never; its
@@ -14,20 +10,17 @@ Create Date: 2026-11-30 22:00:00.000000
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 import engine.store.models  # noqa: F401
+from engine.migrations import ops
 
 revision: str = "0005"
 down_revision: str | None = "0004"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
-def upgrade() -> None:
+def _key_the_claims_by_head_sha() -> None:
     with op.batch_alter_table("poll_claims", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column("head_sha", sa.String(length=64), server_default="", nullable=False)
@@ -36,21 +29,9 @@ def upgrade() -> None:
         batch_op.create_unique_constraint(
             "uq_poll_claims_event", ["schedule_id", "pr_number", "occurred_at", "head_sha"]
         )
-    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("attempt", sa.Integer(), server_default="1", nullable=False))
-        batch_op.add_column(sa.Column("fire_id", sa.Integer(), nullable=True))
-    with op.batch_alter_table("poll_states", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("retry_events", sa.JSON(), server_default=sa.text("'[]'"), nullable=False)
-        )
 
 
-def downgrade() -> None:
-    with op.batch_alter_table("poll_states", schema=None) as batch_op:
-        batch_op.drop_column("retry_events")
-    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
-        batch_op.drop_column("fire_id")
-        batch_op.drop_column("attempt")
+def _key_the_claims_by_time_again() -> None:
     op.execute(
         "DELETE FROM poll_claims WHERE id NOT IN (SELECT MIN(id) FROM poll_claims "
         "GROUP BY schedule_id, pr_number, occurred_at)"
@@ -61,3 +42,17 @@ def downgrade() -> None:
             "uq_poll_claims_event", ["schedule_id", "pr_number", "occurred_at"]
         )
         batch_op.drop_column("head_sha")
+
+
+upgrade, downgrade = ops.reversible(
+    ops.Step(_key_the_claims_by_head_sha, _key_the_claims_by_time_again),
+    ops.alter(
+        "schedule_runs",
+        sa.Column("attempt", sa.Integer(), server_default="1", nullable=False),
+        sa.Column("fire_id", sa.Integer(), nullable=True),
+    ),
+    ops.alter(
+        "poll_states",
+        sa.Column("retry_events", sa.JSON(), server_default=sa.text("'[]'"), nullable=False),
+    ),
+)

@@ -1,9 +1,5 @@
 """poll decisions per event, pull request number on run rows
 
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-11-30 22:30:00.000000
-
 - ``poll_decisions``: what each github_poll pass decided for each event it saw
   (issue 13), bounded by retention (engine.poll.decisions).
 - ``schedule_runs.pr_number`` (indexed with ``schedule_id``): the pull request of a
@@ -12,50 +8,14 @@ Create Date: 2026-11-30 22:30:00.000000
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 import engine.store.models  # noqa: F401
+from engine.migrations import ops
 
 revision: str = "0006"
 down_revision: str | None = "0005"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
-
-
-def upgrade() -> None:
-    op.create_table(
-        "poll_decisions",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("schedule_id", sa.Integer(), nullable=False),
-        sa.Column("pr_number", sa.Integer(), nullable=False),
-        sa.Column("occurred_at", engine.store.models.UTCDateTime(), nullable=False),
-        sa.Column("head_sha", sa.String(length=64), nullable=False),
-        sa.Column("decision", sa.String(length=80), nullable=False),
-        sa.Column("detail", sa.String(length=200), nullable=True),
-        sa.Column("run_id", sa.Integer(), nullable=True),
-        sa.Column("decided_at", engine.store.models.UTCDateTime(), nullable=False),
-        sa.ForeignKeyConstraint(["schedule_id"], ["schedules.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
-        sa.UniqueConstraint(
-            "schedule_id",
-            "pr_number",
-            "occurred_at",
-            "head_sha",
-            "decision",
-            name="uq_poll_decisions_event",
-        ),
-    )
-    op.create_index("ix_poll_decisions_schedule_pr", "poll_decisions", ["schedule_id", "pr_number"])
-    op.create_index(
-        "ix_poll_decisions_schedule_decided", "poll_decisions", ["schedule_id", "decided_at"]
-    )
-    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("pr_number", sa.Integer(), nullable=True))
-        batch_op.create_index("ix_schedule_runs_schedule_pr", ["schedule_id", "pr_number"])
-    _backfill_pr_numbers()
 
 
 def _backfill_pr_numbers() -> None:
@@ -82,10 +42,37 @@ def _backfill_pr_numbers() -> None:
         )
 
 
-def downgrade() -> None:
-    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
-        batch_op.drop_index("ix_schedule_runs_schedule_pr")
-        batch_op.drop_column("pr_number")
-    op.drop_index("ix_poll_decisions_schedule_decided", table_name="poll_decisions")
-    op.drop_index("ix_poll_decisions_schedule_pr", table_name="poll_decisions")
-    op.drop_table("poll_decisions")
+upgrade, downgrade = ops.reversible(
+    ops.table(
+        "poll_decisions",
+        ops.serial_id(),
+        sa.Column("schedule_id", sa.Integer(), nullable=False),
+        sa.Column("pr_number", sa.Integer(), nullable=False),
+        sa.Column("occurred_at", engine.store.models.UTCDateTime(), nullable=False),
+        sa.Column("head_sha", sa.String(length=64), nullable=False),
+        sa.Column("decision", sa.String(length=80), nullable=False),
+        sa.Column("detail", sa.String(length=200), nullable=True),
+        sa.Column("run_id", sa.Integer(), nullable=True),
+        sa.Column("decided_at", engine.store.models.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["schedule_id"], ["schedules.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint(
+            "schedule_id",
+            "pr_number",
+            "occurred_at",
+            "head_sha",
+            "decision",
+            name="uq_poll_decisions_event",
+        ),
+        indexes=[
+            ("ix_poll_decisions_schedule_pr", ["schedule_id", "pr_number"]),
+            ("ix_poll_decisions_schedule_decided", ["schedule_id", "decided_at"]),
+        ],
+    ),
+    ops.alter(
+        "schedule_runs",
+        sa.Column("pr_number", sa.Integer(), nullable=True),
+        indexes=[("ix_schedule_runs_schedule_pr", ["schedule_id", "pr_number"])],
+    ),
+    ops.Step(_backfill_pr_numbers),
+)

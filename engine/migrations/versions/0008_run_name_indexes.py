@@ -1,9 +1,5 @@
 """indexes for health by schedule name
 
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-11-30 23:30:00.000000
-
 - ``ix_schedule_runs_name_id`` (schedule_name, id) and ``ix_schedule_runs_name_started``
   (schedule_name, started_at) (issue 19): ``li schedule health``, the metrics sweep and
   ``li runs --schedule`` select a schedule's runs by name (the newest few, and those in
@@ -13,27 +9,19 @@ Create Date: 2026-11-30 23:30:00.000000
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from alembic import op
-
 import engine.store.models  # noqa: F401
+from engine.migrations import ops
 
 revision: str = "0008"
 down_revision: str | None = "0007"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
-def upgrade() -> None:
-    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
-        batch_op.create_index("ix_schedule_runs_name_id", ["schedule_name", "id"], unique=False)
-        batch_op.create_index(
-            "ix_schedule_runs_name_started", ["schedule_name", "started_at"], unique=False
-        )
-
-
-def downgrade() -> None:
-    with op.batch_alter_table("schedule_runs", schema=None) as batch_op:
-        batch_op.drop_index("ix_schedule_runs_name_started")
-        batch_op.drop_index("ix_schedule_runs_name_id")
+upgrade, downgrade = ops.reversible(
+    ops.alter(
+        "schedule_runs",
+        indexes=[
+            ("ix_schedule_runs_name_id", ["schedule_name", "id"]),
+            ("ix_schedule_runs_name_started", ["schedule_name", "started_at"]),
+        ],
+    ),
+)

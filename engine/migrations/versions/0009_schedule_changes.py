@@ -1,9 +1,5 @@
 """schedule change counter for the incremental timer sync
 
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-01 01:30:00.000000
-
 - ``schedule_changes`` (one row, id 1): a counter bumped by every definitional schedule
   change (add, edit, enable/disable, remove, fire-now), not by fires (issue 19).
 - ``schedules.version`` (indexed): the counter at the row's last such change.
@@ -15,43 +11,33 @@ version is newer than the one the daemon last saw (engine.store.changes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
-from alembic import op
+from sqlalchemy.sql.elements import conv
 
 import engine.store.models  # noqa: F401
+from engine.migrations import ops
 
 revision: str = "0009"
 down_revision: str | None = "0008"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
-def upgrade() -> None:
-    changes = op.create_table(
+upgrade, downgrade = ops.reversible(
+    ops.table(
         "schedule_changes",
         sa.Column("id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("version", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
-    )
-    op.bulk_insert(changes, [{"id": 1, "version": 0}])
-    op.create_table(
+        rows=[{"id": 1, "version": 0}],
+    ),
+    ops.table(
         "schedule_removals",
         sa.Column("version", sa.BigInteger(), autoincrement=False, nullable=False),
         sa.Column("schedule_id", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("version"),
-    )
-    with op.batch_alter_table("schedules", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("version", sa.BigInteger(), server_default="0", nullable=False)
-        )
-        batch_op.create_index(batch_op.f("ix_schedules_version"), ["version"], unique=False)
-
-
-def downgrade() -> None:
-    with op.batch_alter_table("schedules", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_schedules_version"))
-        batch_op.drop_column("version")
-    op.drop_table("schedule_removals")
-    op.drop_table("schedule_changes")
+    ),
+    ops.alter(
+        "schedules",
+        sa.Column("version", sa.BigInteger(), server_default="0", nullable=False),
+        indexes=[(conv("ix_schedules_version"), ["version"])],
+    ),
+)

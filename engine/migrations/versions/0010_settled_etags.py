@@ -1,9 +1,5 @@
 """poll ETags are stored only when their pass settles
 
-Revision ID: 0010
-Revises: 0009
-Create Date: 2026-12-01 01:30:00.000000
-
 - Data only (issue 19). From this revision on, the ETags of a github_poll pass's listings
   (cache keys with ``;scope=schedule:``) are written in the transaction that settles the
   pass, so the engine no longer drops them at start. Entries written by an older engine
@@ -13,8 +9,6 @@ Create Date: 2026-12-01 01:30:00.000000
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -22,8 +16,6 @@ import engine.store.models  # noqa: F401
 
 revision: str = "0010"
 down_revision: str | None = "0009"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

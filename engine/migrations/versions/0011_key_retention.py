@@ -1,9 +1,5 @@
 """retention of trigger keys and schedule removals
 
-Revision ID: 0011
-Revises: 0010
-Create Date: 2026-12-01 04:00:00.000000
-
 - ``poll_states.trigger_keys_horizon`` (issue 19): the retention's forward-only horizon
   of a schedule's trigger keys. An item (a comment, a pull request) created before it is
   never fired again, so a key of such an item may be pruned (engine.store.keyretention).
@@ -15,27 +11,19 @@ Create Date: 2026-12-01 04:00:00.000000
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import op
 
 import engine.store.models  # noqa: F401
+from engine.migrations import ops
 
 revision: str = "0011"
 down_revision: str | None = "0010"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
-def upgrade() -> None:
-    with op.batch_alter_table("poll_states", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("trigger_keys_horizon", sa.DateTime(timezone=True), nullable=True)
-        )
-    with op.batch_alter_table("trigger_keys", schema=None) as batch_op:
-        batch_op.create_index("ix_trigger_keys_created", ["created_at"], unique=False)
+def _stamp_the_removals() -> None:
     with op.batch_alter_table("schedule_removals", schema=None) as batch_op:
         batch_op.add_column(sa.Column("removed_at", sa.DateTime(timezone=True), nullable=True))
     now = datetime.now(UTC)
@@ -52,10 +40,16 @@ def upgrade() -> None:
         )
 
 
-def downgrade() -> None:
+def _drop_the_removal_stamps() -> None:
     with op.batch_alter_table("schedule_removals", schema=None) as batch_op:
         batch_op.drop_column("removed_at")
-    with op.batch_alter_table("trigger_keys", schema=None) as batch_op:
-        batch_op.drop_index("ix_trigger_keys_created")
-    with op.batch_alter_table("poll_states", schema=None) as batch_op:
-        batch_op.drop_column("trigger_keys_horizon")
+
+
+upgrade, downgrade = ops.reversible(
+    ops.alter(
+        "poll_states",
+        sa.Column("trigger_keys_horizon", sa.DateTime(timezone=True), nullable=True),
+    ),
+    ops.alter("trigger_keys", indexes=[("ix_trigger_keys_created", ["created_at"])]),
+    ops.Step(_stamp_the_removals, _drop_the_removal_stamps),
+)
