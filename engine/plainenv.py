@@ -99,7 +99,7 @@ def default_database_url() -> str:
 def plain_environment(environ: Mapping[str, str]) -> dict[str, str] | None:
     """``environ`` without its empty variables (which ``Settings`` counts as unset) when
     it is plainly valid (see the module doc); None when only ``Settings`` can tell. The
-    one test of plainness for li's own fast path and for kdev's reader of the GitHub
+    one test of plainness for li's own fast path and for the wrapper's reader of the GitHub
     settings (wrapper/config_env.py)."""
     env = {name: value for name, value in environ.items() if value != ""}
     if FIELD_NAMES.intersection(env):

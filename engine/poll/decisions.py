@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 
 from engine.apitypes import Decision
 from engine.errors import InvalidInput
+from engine.fields import same_fields
 from engine.store.core import count_boundary
 from engine.store.models import PollDecision, ScheduleRun
 from engine.store.store import Store
@@ -200,19 +201,7 @@ def list_decisions(
         if since is not None:
             query = query.where(PollDecision.decided_at >= since)
         found = session.scalars(query.order_by(PollDecision.id.desc()).limit(limit)).all()
-        return [
-            DecisionRow(
-                schedule=row.name,
-                pr_number=d.pr_number,
-                head_sha=d.head_sha,
-                occurred_at=d.occurred_at,
-                decision=d.decision,
-                detail=d.detail,
-                run_id=d.run_id,
-                decided_at=d.decided_at,
-            )
-            for d in reversed(found)
-        ]
+        return [same_fields(DecisionRow, d, schedule=row.name) for d in reversed(found)]
 
     result: list[DecisionRow] = store.in_transaction(work)
     return result

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.errors import LiError
+from engine.fields import same_fields
 from engine.github import GitHubError, PullListing, PullRequest
 from engine.poll.config import MentionsConfig
 from engine.poll.decisions import record_decisions
@@ -217,16 +218,7 @@ class MentionsPass(Pass):
 
     def offer_pull(self, pr: PullRequest) -> None:
         """Classify one pull as a ``pr_opened`` and fire it when accepted."""
-        item = PullItem(
-            number=pr.number,
-            state=pr.state,
-            draft=pr.draft,
-            user_login=pr.user_login,
-            user_id=pr.user_id,
-            user_type=pr.user_type,
-            created_at=pr.created_at,
-            head_sha=pr.head_sha,
-        )
+        item = same_fields(PullItem, pr)
         decision = classify_pull(item, self.config.repo, self.state())
         log_decision(self.name, decision, pr=pr.number, comment_id=None, kind="pull")
         if not self.counted(decision):

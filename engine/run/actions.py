@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import LiError
+from engine.fields import same_fields
 from engine.poll.handover import github_environment
 from engine.run.metrics import record_run
 from engine.run.runner import RunOutcome, RunRequest, build_environment, run_action
@@ -35,14 +36,7 @@ Finisher = Callable[[int, FinishedRun], None]
 
 def finished_from_outcome(outcome: RunOutcome) -> FinishedRun:
     """The store's view of a runner outcome."""
-    return FinishedRun(
-        status=outcome.status,
-        reason=outcome.reason,
-        exit_code=outcome.exit_code,
-        stdout_tail=outcome.stdout_tail,
-        stderr_tail=outcome.stderr_tail,
-        finished_at=outcome.finished_at,
-    )
+    return same_fields(FinishedRun, outcome)
 
 
 def retry_delay(claim: Claim, failed_attempts: int, rng: random.Random) -> float:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from engine.errors import Refused
+from engine.fields import same_fields
 from engine.run.supervise import ChildResult, ChildSpec, Ending, SpawnFailed, supervise
 from engine.schedules.spec import check_executable
 from engine.store.models import RunStatus, utcnow
@@ -160,13 +161,11 @@ def run_action(
         return executable
     if cancel is not None and cancel.is_set():
         return _not_launched("engine_shutdown", started_at, status=RunStatus.CANCELLED)
-    spec = ChildSpec(
-        argv=request.argv,
+    # argv, env, cwd, timeout_seconds and kill_grace_seconds are the request's own.
+    spec = same_fields(
+        ChildSpec,
+        request,
         executable=executable,
-        env=request.env,
-        cwd=request.cwd,
-        timeout_seconds=request.timeout_seconds,
-        kill_grace_seconds=request.kill_grace_seconds,
         stdout_limit=request.tail_bytes,
         stderr_limit=request.tail_bytes,
         die_with_parent=True,  # never outlives a killed engine (D28)
