@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from engine.config import Settings
 from engine.github import GitHubClient
-from tests.wrapper.reviewbench import REPO, Bench, open_bench
+from tests.wrapper.reviewbench import REPO, Bench, open_bench, openai_reviewer
 from wrapper.config import KdevConfig
 from wrapper.config_review import review_post_enabled
 from wrapper.errors import ConfigError, KdevError
@@ -21,6 +22,9 @@ from wrapper.review.findings_contract import (
     BAD_JSON,
     BAD_SEVERITY,
     MISSING_PATH,
+    STRUCTURED_INSTRUCTION,
+    UNKNOWN_FIELD,
+    response_format,
 )
 from wrapper.review.round_post import (
     FALLBACK_NOTE,
@@ -239,3 +243,43 @@ def test_review_post_is_off_by_default_and_per_repository(bench: Bench) -> None:
     bench.review(pr, config=cfg)
     assert review_posts(bench) == 0
     assert len(bench.sim.comments(REPO, kind="issue")) == 1
+
+
+def _endpoint(answer: dict[str, Any], seen: list[dict[str, Any]]) -> httpx.MockTransport:
+    def reply(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        content = json.dumps(answer)
+        return httpx.Response(200, json={"choices": [{"message": {"content": content}}]})
+
+    return httpx.MockTransport(reply)
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["valid", "unknown-key"])
+def test_an_openai_backend_answers_under_the_json_schema(bench: Bench, broken: bool) -> None:
+    pr = open_change(bench)
+    answer: dict[str, Any] = {
+        "kdev_findings": 1,
+        "summary": "One nit.",
+        "findings": [finding("new.py", 2, "P3")],
+    }
+    if broken:
+        answer["verdict"] = "APPROVE"
+    seen: list[dict[str, Any]] = []
+    cfg = config(bench, reviewer=openai_reviewer("http://llm.invalid/v1"))
+    run = lambda: bench.review(  # noqa: E731
+        pr, config=cfg, environ={"REVIEWER_KEY": "k"}, reviewer_transport=_endpoint(answer, seen)
+    )
+    if broken:
+        with pytest.raises(KdevError) as caught:
+            run()
+        assert caught.value.reason == UNKNOWN_FIELD
+        assert review_posts(bench) == 0
+        return
+    report = run()
+    [request] = seen
+    assert request["response_format"] == response_format()
+    assert request["messages"][0]["content"].rstrip().endswith(STRUCTURED_INSTRUCTION.rstrip())
+    assert report.verdict == "APPROVE"  # a P3 alone does not block
+    [review] = bench.sim.reviews(REPO, pr)
+    [comment] = bench.sim.review_comments(REPO, pr, review.id)
+    assert (comment.path, comment.line) == ("new.py", 2)
