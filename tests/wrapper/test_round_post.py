@@ -283,3 +283,23 @@ def test_an_openai_backend_answers_under_the_json_schema(bench: Bench, broken: b
     [review] = bench.sim.reviews(REPO, pr)
     [comment] = bench.sim.review_comments(REPO, pr, review.id)
     assert (comment.path, comment.line) == ("new.py", 2)
+
+
+@pytest.mark.parametrize("status", [500, 422], ids=["server-error", "refused-twice"])
+def test_a_failed_post_stays_owed_and_the_rerun_posts_it(bench: Bench, status: int) -> None:
+    pr = open_change(bench)
+    bench.sim.inject_fault("POST", r"/pulls/\d+/reviews$", status=status, times=2)
+    cfg = config(bench, block(finding("big.py", 20, "P1")))
+    with pytest.raises(KdevError) as caught:
+        bench.review(pr, config=cfg)
+    assert caught.value.reason == "review_post_failed"
+    assert bench.sim.reviews(REPO, pr) == []
+    assert list((bench.root / "reviews").rglob("patch-*.md"))  # the verdict stands
+    if status == 500:  # the fallback is only for a refused anchor
+        assert review_posts(bench) == 1
+        bench.sim.clear_faults()
+    report = bench.review(pr, config=cfg)
+    assert report.outcome.value == "carried_forward"
+    [review] = bench.sim.reviews(REPO, pr)
+    assert len(bench.sim.review_comments(REPO, pr, review.id)) == 1
+    assert not list((bench.root / "reviews").rglob("undelivered-*.json"))
