@@ -177,6 +177,8 @@ def test_a_secret_in_a_finding_posts_nothing(bench: Bench) -> None:
         bench.review(pr, config=cfg, environ={"LEAKY": SECRET})
     assert caught.value.reason == "secret_in_output"
     assert review_posts(bench) == 0 and bench.sim.comments(REPO) == []
+    assert not list((bench.root / "reviews").rglob("round-*.json"))  # nothing left owed
+    assert not list((bench.root / "reviews").rglob("undelivered-*.json"))
 
 
 def test_the_gate_refuses_a_recorded_round_with_a_secret(bench: Bench) -> None:
