@@ -33,6 +33,7 @@ from wrapper.config_notify import LogTarget as LogTarget
 from wrapper.config_notify import NotifyTarget as NotifyTarget
 from wrapper.config_notify import WebhookTarget as WebhookTarget
 from wrapper.config_notify import default_notify as default_notify
+from wrapper.config_review import ReviewPostSettings
 from wrapper.errors import ConfigError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -190,6 +191,7 @@ class RepositorySettings(_Strict):
 
     # The recipient (a key of ``recipients``) every notice about this repository goes to.
     notify_to: str | None = None
+    review_post: ReviewPostSettings | None = None  # wins over the top level's (D86)
 
     @field_validator("notify_to")
     @classmethod
@@ -249,8 +251,7 @@ class KdevConfig(_Strict):
     )
     # Names of environment variables the reviewer may see (besides PATH, HOME, LANG).
     reviewer_env: list[str] = Field(default_factory=list)
-    # The handle mentions summon (without "@"); every comment kdev posts has its
-    # mentions of it neutralised. Required to post comments (github-comment, describe-pr).
+    # The handle mentions summon (no "@"), neutralised in all kdev posts; needed to post.
     mention_handle: str | None = None
     # Numeric GitHub user ids whose comment (--comment-id) may summon a fork PR review.
     mention_allowlist: list[StrictInt] = Field(default_factory=list)
@@ -279,6 +280,7 @@ class KdevConfig(_Strict):
     # kdev triage's optional reviewer leg for the comments its rules leave undecided
     # (docs/author-loop.md): "reviewer" (the reviewer above) or a reviewer of its own.
     triage_reviewer: Literal["reviewer"] | Reviewer | None = None
+    review_post: ReviewPostSettings = Field(default_factory=ReviewPostSettings)  # D86
 
     @field_validator("recipients")
     @classmethod

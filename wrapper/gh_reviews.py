@@ -3,6 +3,7 @@
     create_review         POST /repos/{repo}/pulls/{n}/reviews: one review and all its
                           line comments, or nothing (GitHub answers 200, not 201)
     list_review_comments  GET /repos/{repo}/pulls/{n}/reviews/{id}/comments, every page
+    list_reviews          GET /repos/{repo}/pulls/{n}/reviews, every page
     create_status         POST /repos/{repo}/statuses/{sha} (201)
     combined_status       GET /repos/{repo}/commits/{ref}/status (CombinedStatus)
 
@@ -148,6 +149,19 @@ def list_review_comments(
     path = f"repos/{repo}/pulls/{number}/reviews/{review_id}/comments"
     read = client.get_rest(path, {"per_page": 100}, paginate=True)
     what = f"the comments of review {review_id} on pull #{number} of {repo}"
+    if not read.complete:
+        raise client.error(GitHubMalformedPayload, f"{what}: more pages than read", 200)
+    if not all(isinstance(item, dict) for item in read.body):
+        raise client.error(GitHubMalformedPayload, f"{what}: an item is not an object", 200)
+    return list(read.body)
+
+
+def list_reviews(client: GitHubClient, repo: str, number: int) -> list[dict[str, Any]]:
+    """Every review of pull ``number`` (all pages, oldest first, or an error)."""
+    validate_repo_name(repo)
+    _check_number(number, "a pull number")
+    read = client.get_rest(f"repos/{repo}/pulls/{number}/reviews", {"per_page": 100}, paginate=True)
+    what = f"the reviews of pull #{number} of {repo}"
     if not read.complete:
         raise client.error(GitHubMalformedPayload, f"{what}: more pages than read", 200)
     if not all(isinstance(item, dict) for item in read.body):

@@ -86,6 +86,10 @@ class PostingContext:
             failure_reason, mention=mention,
         )  # fmt: skip
 
+    def prepare(self, raw: str, purpose: str) -> str:
+        """:func:`prepare_gated` on this PR: the body to send, checked, not yet sent."""
+        return prepare_gated(self.config, self.environ, self.repo, self.pr, raw, purpose)
+
 
 @dataclass(frozen=True)
 class PostedComment:
@@ -135,19 +139,10 @@ def post_gated(
     ``mention`` adds names this one body may ping to ``mention_allow``."""
     if signature and not _SIGNATURE.fullmatch(signature):
         raise KdevError(f"not a kdev-agent signature: {signature[:120]!r}", "invalid_signature")
-    handle, allow = config.mention_handle, [*config.mention_allow, *mention]
-    body = comment_body(raw, handle, allow, config.allow_references)
+    body = prepare_gated(config, environ, repo, pr, raw, purpose, mention=mention)
     if signature:
         body = f"{body}\n\n{signature}"
-    refuse_live_pings(body, handle, allow=allow, references=config.allow_references)
-    secrets = known_secrets(config, environ)
-    if contains_secret((raw, body), secrets):
-        raise LedgerError(
-            f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
-            "variable; nothing was posted",
-            "secret_in_output",
-        )
-    refuse_leak((raw, body), secrets, f"the {purpose} comment for {repo} #{pr}")
+        prepare_checked(config, environ, repo, pr, raw, body, purpose, mention)
     created = send(body)
     comment_id = created.get("id")
     if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1:
@@ -158,6 +153,50 @@ def post_gated(
     ledger.record_posted_comment(repo, pr, comment_id, purpose)
     log.info("posted %s comment %s on %s #%s", purpose, comment_id, repo, pr)
     return created
+
+
+def prepare_gated(
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    repo: str,
+    pr: int,
+    raw: str,
+    purpose: str,
+    *,
+    mention: Collection[str] = (),
+) -> str:
+    """Steps 1-2 of the gate without the POST: ``raw`` prepared, the live pings and the
+    secret canary checked (raising as :func:`post_gated` does); the body to send. A
+    caller that sends several bodies in one request (a review and its line comments,
+    :mod:`wrapper.review.round_post`) prepares each, then records the ids GitHub made."""
+    handle, allow = config.mention_handle, [*config.mention_allow, *mention]
+    body = comment_body(raw, handle, allow, config.allow_references)
+    prepare_checked(config, environ, repo, pr, raw, body, purpose, mention)
+    return body
+
+
+def prepare_checked(
+    config: KdevConfig,
+    environ: Mapping[str, str],
+    repo: str,
+    pr: int,
+    raw: str,
+    body: str,
+    purpose: str,
+    mention: Collection[str] = (),
+) -> None:
+    """The final ``body`` (made from ``raw``) checked: no live ping (``live_ping``), no
+    known secret as it is (``secret_in_output``) or encoded (``secret_leak``)."""
+    handle, allow = config.mention_handle, [*config.mention_allow, *mention]
+    refuse_live_pings(body, handle, allow=allow, references=config.allow_references)
+    secrets = known_secrets(config, environ)
+    if contains_secret((raw, body), secrets):
+        raise LedgerError(
+            f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
+            "variable; nothing was posted",
+            "secret_in_output",
+        )
+    refuse_leak((raw, body), secrets, f"the {purpose} comment for {repo} #{pr}")
 
 
 def post_comment(

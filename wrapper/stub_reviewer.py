@@ -6,6 +6,11 @@ whole input when there is none), prints a short review and ends with
 ``VERDICT: REQUEST_CHANGES`` when the diff contains ``TODO`` or ``FIXME``, else
 ``VERDICT: APPROVE``.
 
+When the prompt (outside its diff) asks for the findings contract's block (D86), the
+review is one ``kdev-findings`` block instead: a P2 finding on each added line holding a
+marker, at its head-side line, with that line (the marker replaced by ``DONE``) as its
+replacement, and the verdict line after it.
+
 Environment (allow-list these names in ``reviewer_env`` so they reach the stub):
 
 - ``KDEV_STUB_SLEEP``: seconds (float) to sleep first, for concurrency and timeout tests
@@ -17,6 +22,7 @@ PR's worktree, and ``-P`` keeps Python from importing modules from it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -25,6 +31,8 @@ from collections.abc import Sequence
 
 MARKERS = ("TODO", "FIXME")
 _DIFF_OPEN = re.compile(r"^(`{3,})untrusted-diff[ \t]*$")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+FINDINGS_ASK = "info string is `kdev-findings`"
 
 
 def diff_section(prompt: str) -> str:
@@ -59,6 +67,51 @@ def stub_review(prompt: str) -> str:
     return "\n".join([summary, "", "No TODO or FIXME markers found.", "", "VERDICT: APPROVE"])
 
 
+def asked_for_findings(prompt: str) -> bool:
+    """Whether the prompt, outside its diff, asks for a ``kdev-findings`` block."""
+    diff = diff_section(prompt)
+    return FINDINGS_ASK in (prompt.replace(diff, "", 1) if diff != prompt else prompt)
+
+
+def marked_lines(diff: str) -> list[tuple[str, int, str, str]]:
+    """``(path, head line, marker, text)`` of each added line of ``diff`` holding a marker."""
+    found: list[tuple[str, int, str, str]] = []
+    path, line = "", 0
+    for text in diff.splitlines():
+        hunk = _HUNK.match(text)
+        if text.startswith("+++ "):
+            path = text[4:].removeprefix("b/")
+        elif hunk is not None:
+            line = int(hunk.group(1))
+        elif text.startswith("+") and path:
+            marker = next((m for m in MARKERS if m in text), None)
+            if marker is not None:
+                found.append((path, line, marker, text[1:]))
+            line += 1
+        elif text.startswith(" "):
+            line += 1
+    return found
+
+
+def stub_findings(prompt: str) -> str:
+    """The stub's answer in the findings contract's form (a block, then the verdict)."""
+    findings = [
+        {
+            "path": path,
+            "line": line,
+            "start_line": None,
+            "severity": "P2",
+            "title": f"{marker} left in the change",
+            "body": f"The change still holds a {marker} marker.",
+            "replacement": text.replace(marker, "DONE") + "\n",
+        }
+        for path, line, marker, text in marked_lines(diff_section(prompt))
+    ]
+    block = {"kdev_findings": 1, "summary": "Stub review.", "findings": findings}
+    verdict = "REQUEST_CHANGES" if findings else "APPROVE"
+    return "\n".join(["```kdev-findings", json.dumps(block), "```", "", f"VERDICT: {verdict}"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the stub; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -74,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             prompt = prompt_file.read()
     else:
         prompt = sys.stdin.read()
-    print(stub_review(prompt))
+    print(stub_findings(prompt) if asked_for_findings(prompt) else stub_review(prompt))
     return 0
 
 

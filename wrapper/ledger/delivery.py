@@ -30,6 +30,7 @@ from wrapper.review.context import notify
 
 if TYPE_CHECKING:
     from wrapper.review.context import ReviewContext, ReviewRequest
+    from wrapper.review.round_post import RoundPayload
 
 log = logging.getLogger("kdev.review")
 
@@ -42,6 +43,7 @@ class Owed:
     head_sha: str
     notice: bool
     comment: bool
+    review: bool = False  # the round as one review (wrapper.review.round_post, D86)
 
 
 def _path(ledger: Ledger, repo: str, pr: int, patch_id: str) -> Path:
@@ -49,7 +51,7 @@ def _path(ledger: Ledger, repo: str, pr: int, patch_id: str) -> Path:
 
 
 def _write(ledger: Ledger, path: Path, owed: Owed) -> None:
-    if not (owed.notice or owed.comment):
+    if not (owed.notice or owed.comment or owed.review):
         path.unlink(missing_ok=True)
         return
     text = json.dumps(
@@ -58,6 +60,7 @@ def _write(ledger: Ledger, path: Path, owed: Owed) -> None:
             "head_sha": owed.head_sha,
             "notice": owed.notice,
             "comment": owed.comment,
+            "review": owed.review,
         }
     )
     ledger.atomic_write(path, text)
@@ -77,6 +80,7 @@ def _read(path: Path) -> Owed | None:
         head_sha=str(data.get("head_sha")),
         notice=data.get("notice") is True,
         comment=data.get("comment") is True,
+        review=data.get("review") is True,
     )
 
 
@@ -99,10 +103,12 @@ def deliver_owed(
     patch_id: str,
     send_notice: Callable[[], None],
     post_comment: Callable[[], bool],
+    post_review: Callable[[], bool] = lambda: False,
 ) -> bool:
-    """Delivers whatever is still owed for ``patch_id`` (the notice, then the comment),
-    crossing each part off as it goes; True when anything was owed. ``post_comment``
-    returns whether the comment was posted (a failed post stays owed for the next run)."""
+    """Delivers whatever is still owed for ``patch_id`` (the notice, then the comment,
+    then the review), crossing each part off as it goes; True when anything was owed.
+    ``post_comment`` and ``post_review`` return whether they posted (a failed post stays
+    owed for the next run)."""
     path = _path(ledger, repo, pr, patch_id)
     if not path.parent.is_dir():
         return False
@@ -117,6 +123,9 @@ def deliver_owed(
         if owed.comment and post_comment():
             owed = replace(owed, comment=False)
             _write(ledger, path, owed)
+        if owed.review and post_review():
+            owed = replace(owed, review=False)
+            _write(ledger, path, owed)
         return True
 
 
@@ -130,17 +139,29 @@ def review_comment_text(record: VerdictRecord) -> str:
 
 
 def write_verdict_owing_delivery(
-    ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    record: VerdictRecord,
+    round_payload: RoundPayload | None = None,
 ) -> Path:
-    """Step 8: records the notice (and PR comment) as owed, then writes the verdict, so a
-    kdev killed before step 9 delivers them on its next run (:mod:`wrapper.ledger.delivery`)."""
-    owed = Owed(record.patch_id, req.head_sha, True, ctx.config.posts_review_comments)
+    """Step 8: records the notice (and PR comment, or with ``round_payload`` the round as
+    one review instead, D86) as owed, then writes the verdict, so a kdev killed before
+    step 9 delivers them on its next run (:mod:`wrapper.ledger.delivery`)."""
+    as_review = round_payload is not None
+    comment = ctx.config.posts_review_comments and not as_review
+    owed = Owed(record.patch_id, req.head_sha, True, comment, review=as_review)
+    if round_payload is not None:
+        from wrapper.review.round_post import record_round
+
+        record_round(ctx.ledger, req.repo, req.pr, round_payload)
     record_owed(ctx.ledger, req.repo, req.pr, owed)
     secrets = known_secrets(ctx.config, ctx.environ)
     try:
         return ctx.ledger.write_verdict(req.repo, req.pr, record, secrets=secrets)
     except BaseException:
         forget_owed(ctx.ledger, req.repo, req.pr, record.patch_id)
+        if round_payload is not None:
+            _forget_round(ctx, req, record.patch_id)
         raise
 
 
@@ -162,8 +183,37 @@ def deliver(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> st
         details.append(detail)
         return posted
 
-    deliver_owed(ctx.ledger, repo, pr, record.patch_id, notice, comment)
+    failed: list[KdevError] = []
+
+    def review() -> bool:
+        try:
+            details.append(_post_round(ctx, req, record.patch_id))
+        except KdevError as exc:
+            log.warning("review not posted: %s [%s]", exc.message, exc.reason)
+            failed.append(exc)
+            return False
+        return True
+
+    deliver_owed(ctx.ledger, repo, pr, record.patch_id, notice, comment, review)
+    if failed:  # the verdict stands; the review stays owed for the next run
+        raise failed[0]
+    if details and not _path(ctx.ledger, repo, pr, record.patch_id).exists():
+        _forget_round(ctx, req, record.patch_id)
     return "; ".join(details)
+
+
+def _post_round(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> str:
+    from wrapper.post import PostingContext
+    from wrapper.review.round_post import post_round
+
+    posting = PostingContext(ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr)
+    return post_round(posting, patch_id)
+
+
+def _forget_round(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> None:
+    from wrapper.review.round_post import forget_round
+
+    forget_round(ctx.ledger, req.repo, req.pr, patch_id)
 
 
 def post_review_comment(

@@ -8,9 +8,11 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.github import PullRequest
 from wrapper.config import CommandReviewer, OpenAIReviewer
+from wrapper.config_review import review_post_enabled
 from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.git import Git
 from wrapper.leakscan import known_secrets, withhold_leak
@@ -24,6 +26,9 @@ from wrapper.review.patch_id import BASE_REF_PREFIX
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
 from wrapper.review.sandbox import resolve_sandbox
+
+if TYPE_CHECKING:
+    from wrapper.review.round_post import RoundPayload
 
 log = logging.getLogger("kdev.review")
 
@@ -95,7 +100,7 @@ def run_leg(
     """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune."""
     with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
         data = prompt_input(req, pr, req.head_sha, diff, pr_url)
-        result = _review(ctx, reviewer, git, pr, data, worktree)
+        result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id)
         record = VerdictRecord(
             verdict=result.verdict,
             pr_url=pr_url,
@@ -107,7 +112,7 @@ def run_leg(
             body=result.body,
             pr=req.pr,
         )
-        path = _record_verdict(ctx, req, record)
+        path = _record_verdict(ctx, req, record, round_payload)
     detail = deliver(ctx, req, record)
     if result.findings is not None:
         _post_findings(ctx, req, patch_id, result.findings, path)
@@ -127,9 +132,15 @@ def _review(
     pr: PullRequest,
     data: PromptInput,
     worktree: Path,
-) -> ReviewResult:
+    patch_id: str,
+) -> tuple[ReviewResult, RoundPayload | None]:
     """Step 7: the reviewer's verdict, from one backend or (``roster``) one leg per roster
-    reviewer of the base branch, merged."""
+    reviewer of the base branch, merged; with ``review_post`` on for the repository (one
+    backend), read under the findings contract, with the round to post (D86)."""
+    if not reviewer.roster and review_post_enabled(ctx.config, data.repo):
+        from wrapper.review.round_review import review_with_findings
+
+        return review_with_findings(ctx, reviewer, data, worktree, patch_id)
     if not reviewer.roster:
         return run_reviewer(
             reviewer,
@@ -139,7 +150,7 @@ def _review(
             extra_env_names=ctx.config.reviewer_env,
             transport=ctx.reviewer_transport,
             sandbox=ctx.sandbox,
-        )
+        ), None
     # The roster (markdown-it, the roster grammar) is loaded only when a roster runs: the
     # carry-forward path never gets here (D35).
     from wrapper.review.roster_review import load_base_roster, run_roster_review
@@ -148,7 +159,7 @@ def _review(
     for warning in roster.warnings:
         log.warning("roster: %s", warning)
     log.info("%s #%s: %s", data.repo, data.pr, roster.summary)
-    return run_roster_review(
+    merged = run_roster_review(
         backend=reviewer,
         roster=roster,
         blocks=blocks,
@@ -162,6 +173,7 @@ def _review(
         template_path=ctx.config.prompt_template,
         sandbox=ctx.sandbox,
     )
+    return merged, None
 
 
 def _post_findings(
@@ -196,10 +208,15 @@ def _post_findings(
     check_withdrawn(target, verdict_path)
 
 
-def _record_verdict(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> Path:
+def _record_verdict(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    record: VerdictRecord,
+    round_payload: RoundPayload | None = None,
+) -> Path:
     """Step 8: what is owed recorded, then the verdict file and its index entry; the
     head's deferred marker, if any, is cleared."""
-    path = write_verdict_owing_delivery(ctx, req, record)
+    path = write_verdict_owing_delivery(ctx, req, record, round_payload)
     entry = IndexEntry(
         patch_id=record.patch_id,
         verdict=record.verdict,

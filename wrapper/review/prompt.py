@@ -100,13 +100,16 @@ def _template_source(template_path: str | None, default: str = DEFAULT_TEMPLATE)
         ) from None
 
 
-def render_prompt(data: PromptInput, template_path: str | None = None) -> str:
-    """The full prompt for ``data``: clause, rendered template, verdict instruction.
+def render_prompt(
+    data: PromptInput, template_path: str | None = None, closing: str = VERDICT_INSTRUCTION
+) -> str:
+    """The full prompt for ``data``: clause, rendered template, verdict instruction
+    (``closing``: the findings contract's instructions instead, D86).
 
     ``template_path`` None uses the packaged ``wrapper/templates/review.md.j2``.
     Raises ConfigError when the template cannot be read, parsed or rendered.
     """
-    return _render(data, template_path, DEFAULT_TEMPLATE, VERDICT_INSTRUCTION)
+    return _render(data, template_path, DEFAULT_TEMPLATE, closing)
 
 
 def render_describe_prompt(data: PromptInput, template_path: str | None = None) -> str:

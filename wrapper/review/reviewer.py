@@ -173,12 +173,14 @@ def run_reviewer_text(
     transport: httpx.BaseTransport | None = None,
     kill_grace_seconds: float = KILL_GRACE_SECONDS,
     sandbox: Sandbox | None = None,
+    response_format: dict[str, Any] | None = None,
 ) -> str:
     """The backend's whole output for ``prompt``, with no verdict required (``kdev
-    describe-pr``). Same sandbox, environment and errors as :func:`run_reviewer`, minus
-    ``no_verdict``."""
+    describe-pr``, the findings contract). Same sandbox, environment and errors as
+    :func:`run_reviewer`, minus ``no_verdict``; ``response_format`` is sent to an openai
+    backend as the request's ``response_format`` (structured outputs, D86)."""
     if isinstance(reviewer, OpenAIReviewer):
-        return _run_openai(reviewer, prompt, environ, transport)
+        return _run_openai(reviewer, prompt, environ, transport, response_format)
     names = [*reviewer.env_passthrough, *extra_env_names]
     proxy = reviewer.api_proxy
     env = reviewer_environment(names, environ, withheld=[proxy.key_env] if proxy else [])
@@ -380,6 +382,7 @@ def _run_openai(
     prompt: str,
     environ: Mapping[str, str],
     transport: httpx.BaseTransport | None,
+    response_format: dict[str, Any] | None = None,
 ) -> str:
     key = environ.get(reviewer.api_key_env, "")
     if not key:
@@ -392,6 +395,8 @@ def _run_openai(
         "messages": [{"role": "user", "content": prompt}],
         "temperature": reviewer.temperature,
     }
+    if response_format is not None:
+        request_body["response_format"] = response_format
     timed_out = ReviewerTimedOut(
         f"reviewer endpoint {url} passed the {reviewer.timeout_seconds} s timeout",
         "reviewer_timed_out",

@@ -1,0 +1,239 @@
+"""One review per round: the round posted as one GitHub review, exactly once (issue 27;
+docs/reviewers.md "One review per round"; docs/decisions.md D86).
+
+A round is recorded before its verdict is written (:func:`record_round`: the rendered
+summary, its line comments and the summary to fall back on, raw, in
+``pr-N/round-<patch_id>.json``) and owed as the ``review`` part of
+:mod:`wrapper.ledger.delivery`, which calls :func:`post_round` under its delivery lock.
+:func:`post_round`:
+
+1. prepares every body (the summary, each line comment, the fallback summary) through
+   the gate (:func:`wrapper.post.prepare_gated`: neutralised, live pings and the secret
+   canary checked); a refusal posts nothing;
+2. appends the hidden marker ``<!-- kdev-round: <patch_id> -->`` to the summary (after
+   the preparation, which would escape it);
+3. when an earlier run may have sent the POST (the record says ``attempted``), lists the
+   PR's reviews and adopts one at the reviewed head whose summary carries the marker,
+   instead of posting again;
+4. otherwise records ``attempted``, then sends one ``POST .../pulls/{n}/reviews`` with
+   ``event: COMMENT``, ``commit_id`` the reviewed head, the summary and the line
+   comments; a 422 (GitHub refused an anchor, which rejects the whole review) sends it
+   once more with no line comments and the fallback summary, which lists every finding;
+5. records the review's id and each of its comments' ids (self-loop closure).
+
+The caller crosses the part off after that. A kill anywhere, between GitHub making the
+review and step 5 included, leaves the part owed and ``attempted`` set, so the rerun
+adopts the review it finds: a round is never posted twice, and never lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from engine.github import GitHubError
+from wrapper.errors import KdevError, LedgerError
+from wrapper.gh_reviews import LineComment, create_review, list_review_comments, list_reviews
+from wrapper.ledger.ledger import Ledger, check_sha
+from wrapper.post import PostingContext
+
+log = logging.getLogger("kdev.review")
+
+PURPOSE = "review-round"
+COMMENT_PURPOSE = "review-round-comment"
+REVIEW_POST_FAILED = "review_post_failed"
+ROUND_UNREADABLE = "round_record_unreadable"
+FALLBACK_NOTE = (
+    "_GitHub refused this review's line comments (HTTP 422), so every finding is listed "
+    "in this summary instead._"
+)
+
+
+@dataclass(frozen=True)
+class RoundPayload:
+    """What one round posts, raw (before the gate): the summary ``body``, the line
+    ``comments`` (create-review form), and ``fallback``, the summary listing every
+    finding (posted alone when GitHub refuses the line comments). ``attempted``: a POST
+    may have been sent (a rerun lists the PR's reviews first)."""
+
+    patch_id: str
+    head_sha: str
+    body: str
+    comments: tuple[dict[str, Any], ...]
+    fallback: str
+    attempted: bool = False
+
+
+def marker(patch_id: str) -> str:
+    """The hidden line that names the round a review posts."""
+    return f"<!-- kdev-round: {check_sha(patch_id, 'patch_id')} -->"
+
+
+def round_path(ledger: Ledger, repo: str, pr: int, patch_id: str) -> Path:
+    return ledger.pr_dir(repo, pr) / f"round-{check_sha(patch_id, 'patch_id')}.json"
+
+
+def record_round(ledger: Ledger, repo: str, pr: int, payload: RoundPayload) -> None:
+    """Writes ``payload`` (atomically; before the verdict, with the ``review`` part owed)."""
+    path = round_path(ledger, repo, pr, payload.patch_id)
+    ledger.ensure_dir(path.parent)
+    data = {
+        "patch_id": payload.patch_id,
+        "head_sha": payload.head_sha,
+        "body": payload.body,
+        "comments": list(payload.comments),
+        "fallback": payload.fallback,
+        "attempted": payload.attempted,
+    }
+    ledger.atomic_write(path, json.dumps(data))
+
+
+def forget_round(ledger: Ledger, repo: str, pr: int, patch_id: str) -> None:
+    round_path(ledger, repo, pr, patch_id).unlink(missing_ok=True)
+
+
+def load_round(ledger: Ledger, repo: str, pr: int, patch_id: str) -> RoundPayload:
+    """The recorded round; LedgerError ``round_record_unreadable`` when it is missing or
+    not of its form (the part stays owed: nothing is guessed)."""
+    path = round_path(ledger, repo, pr, patch_id)
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        payload = RoundPayload(
+            patch_id=_string(data, "patch_id"),
+            head_sha=_string(data, "head_sha"),
+            body=_string(data, "body"),
+            comments=tuple(_comment(item) for item in data["comments"]),
+            fallback=_string(data, "fallback"),
+            attempted=data["attempted"] is True,
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) else "not a round record"
+        raise LedgerError(f"{path}: {detail}", ROUND_UNREADABLE) from None
+    if payload.patch_id != patch_id:
+        raise LedgerError(f"{path}: records patch {payload.patch_id}", ROUND_UNREADABLE)
+    return payload
+
+
+def _string(data: Any, key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str):
+        raise TypeError(key)
+    return value
+
+
+def _comment(item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict) or not isinstance(item.get("body"), str):
+        raise TypeError("comment")
+    return item
+
+
+def post_round(posting: PostingContext, patch_id: str) -> str:
+    """Posts the recorded round of ``patch_id`` once (see the module doc); returns what
+    it did, in words. Raises the gate's error (nothing posted), LedgerError
+    ``round_record_unreadable``, or KdevError ``review_post_failed`` (GitHub refused or
+    failed; the part stays owed)."""
+    ledger, repo, pr = posting.ledger, posting.repo, posting.pr
+    payload = load_round(ledger, repo, pr, patch_id)
+    body, comments, fallback = _prepared(posting, payload)
+    review = _adopted(posting, payload) if payload.attempted else None
+    if review is not None:
+        how = "adopted"
+    else:
+        record_round(ledger, repo, pr, replace(payload, attempted=True))
+        review, how = _create(posting, payload.head_sha, body, comments, fallback)
+    review_id = int(review["id"])
+    ledger.record_posted_comment(repo, pr, review_id, PURPOSE)
+    posted = _read(lambda: list_review_comments(posting.github, repo, pr, review_id))
+    for comment in posted:
+        if isinstance(comment.get("id"), int) and not isinstance(comment["id"], bool):
+            ledger.record_posted_comment(repo, pr, comment["id"], COMMENT_PURPOSE)
+    log.info("review %s %s on %s #%s (%d line comments)", review_id, how, repo, pr, len(posted))
+    return f"review {review_id} {how} ({len(posted)} line comments)"
+
+
+def _prepared(posting: PostingContext, payload: RoundPayload) -> tuple[str, list[LineComment], str]:
+    """Every body of the round through the gate, before anything is sent."""
+    tag = marker(payload.patch_id)
+
+    def gated(raw: str) -> str:
+        return posting.prepare(raw, PURPOSE)
+
+    body = f"{gated(payload.body)}\n\n{tag}"
+    fallback = f"{gated(payload.fallback)}\n\n{tag}"
+    comments = [
+        LineComment(
+            path=str(c["path"]),
+            body=gated(c["body"]),
+            line=int(c["line"]),
+            side=str(c.get("side", "RIGHT")),
+            start_line=int(c["start_line"]) if c.get("start_line") is not None else None,
+            start_side=str(c["start_side"]) if c.get("start_side") is not None else None,
+        )
+        for c in payload.comments
+    ]
+    return body, comments, fallback
+
+
+def _adopted(posting: PostingContext, payload: RoundPayload) -> dict[str, Any] | None:
+    """The review an earlier run posted for this round, if GitHub has it: at the
+    reviewed head, its summary ending with the round's marker."""
+    tag = marker(payload.patch_id)
+    reviews = _read(lambda: list_reviews(posting.github, posting.repo, posting.pr))
+    for review in reviews:
+        body = review.get("body")
+        if (
+            isinstance(review.get("id"), int)
+            and review.get("commit_id") == payload.head_sha
+            and isinstance(body, str)
+            and body.rstrip().endswith(tag)
+        ):
+            return review
+    return None
+
+
+def _create(
+    posting: PostingContext,
+    head_sha: str,
+    body: str,
+    comments: list[LineComment],
+    fallback: str,
+) -> tuple[dict[str, Any], str]:
+    repo, pr = posting.repo, posting.pr
+    try:
+        made = create_review(
+            posting.github, repo, pr, event="COMMENT", body=body, commit_id=head_sha,
+            comments=comments,
+        )  # fmt: skip
+        return made, "posted"
+    except GitHubError as exc:
+        if exc.status != 422 or not comments:
+            raise _failed(repo, pr, exc) from None
+        log.warning("GitHub refused the line comments on %s #%s: %s", repo, pr, exc.message)
+    try:
+        made = create_review(
+            posting.github, repo, pr, event="COMMENT", body=fallback, commit_id=head_sha
+        )
+    except GitHubError as exc:
+        raise _failed(repo, pr, exc) from None
+    return made, "posted with every finding in the summary (GitHub refused the line comments)"
+
+
+def _read(call: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    try:
+        result = call()
+    except GitHubError as exc:
+        raise KdevError(
+            f"cannot read the review round back: {exc.message} [{exc.reason}]", REVIEW_POST_FAILED
+        ) from None
+    return result
+
+
+def _failed(repo: str, pr: int, exc: GitHubError) -> KdevError:
+    return KdevError(
+        f"cannot post the review on {repo} #{pr}: {exc.message} [{exc.reason}]",
+        REVIEW_POST_FAILED,
+    )

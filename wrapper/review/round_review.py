@@ -1,0 +1,118 @@
+"""Step 7 with ``review_post`` on (docs/decisions.md D86): the single reviewer asked
+for findings in the contract's form, its output read under the contract, and the round
+rendered for :mod:`wrapper.review.round_post`.
+
+A command reviewer's prompt closes with the contract's ``FINDINGS_INSTRUCTION`` and the
+verdict instruction; an openai backend's with its ``STRUCTURED_INSTRUCTION``, the
+request carrying its ``response_format()``. Output that breaks the
+contract is ReviewerFailed with the contract's reason code (no verdict is written,
+nothing is posted); prose with a verdict line is a round with the prose as its summary.
+The verdict is the findings' verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from wrapper.config import CommandReviewer, OpenAIReviewer
+from wrapper.errors import ConfigError, ReviewerFailed
+from wrapper.review.anchoring import Placement, parse_diff, place_all
+from wrapper.review.context import ReviewContext
+from wrapper.review.findings_contract import (
+    FINDINGS_INSTRUCTION,
+    STRUCTURED_INSTRUCTION,
+    ContractFailure,
+    ParsedReview,
+    parse_review,
+    response_format,
+)
+from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
+from wrapper.review.review_body import NotReviewed, render_round
+from wrapper.review.reviewer import ReviewResult, run_reviewer_text
+from wrapper.review.round_post import FALLBACK_NOTE, RoundPayload
+
+REFUSED = "refused_by_github"
+
+
+def review_with_findings(
+    ctx: ReviewContext,
+    reviewer: CommandReviewer | OpenAIReviewer,
+    data: PromptInput,
+    worktree: Path,
+    patch_id: str,
+) -> tuple[ReviewResult, RoundPayload]:
+    """The reviewer's verdict and the round to post (see the module doc)."""
+    if ctx.config.mention_handle is None:
+        raise ConfigError(
+            "review_post needs mention_handle in KDEV_CONFIG (its mentions are neutralised "
+            "in everything kdev posts)",
+            "invalid_config",
+        )
+    structured = isinstance(reviewer, OpenAIReviewer)
+    closing = (
+        STRUCTURED_INSTRUCTION if structured else f"{FINDINGS_INSTRUCTION}\n\n{VERDICT_INSTRUCTION}"
+    )
+    output = run_reviewer_text(
+        reviewer,
+        render_prompt(data, ctx.config.prompt_template, closing),
+        worktree,
+        ctx.environ,
+        extra_env_names=ctx.config.reviewer_env,
+        transport=ctx.reviewer_transport,
+        sandbox=ctx.sandbox,
+        response_format=response_format() if structured else None,
+    )
+    parsed = parse_review(output, structured=structured, head_lines=head_line_counter(worktree))
+    if isinstance(parsed, ContractFailure):
+        raise ReviewerFailed(f"reviewer {reviewer.model}: {parsed.message}", parsed.reason)
+    payload = round_payload(parsed, data.diff, patch_id, data.head_sha)
+    return ReviewResult(verdict=parsed.verdict, body=output, model=reviewer.model), payload
+
+
+def round_payload(parsed: ParsedReview, diff: str, patch_id: str, head_sha: str) -> RoundPayload:
+    """The round of ``parsed`` on ``diff``: its summary and line comments, and the
+    summary that lists every finding (for a 422)."""
+    files = parse_diff(diff)
+    reviewed = [path for path, f in files.items() if not f.binary]
+    not_reviewed = [NotReviewed(path, "binary") for path, f in files.items() if f.binary]
+    placements = place_all(parsed.findings, files)
+    rendered = render_round(parsed, placements, reviewed, not_reviewed)
+    in_summary = [_summary_only(p) for p in placements]
+    fallback = render_round(parsed, in_summary, reviewed, not_reviewed)
+    return RoundPayload(
+        patch_id=patch_id,
+        head_sha=head_sha,
+        body=rendered.body,
+        comments=rendered.comments,
+        fallback=f"{fallback.body}\n\n{FALLBACK_NOTE}",
+    )
+
+
+def _summary_only(placement: Placement) -> Placement:
+    if not placement.inline:
+        return placement
+    detail = "GitHub refused the review's line comments"
+    return replace(placement, kind="summary", suggestion=False, reason=REFUSED, detail=detail)
+
+
+def head_line_counter(worktree: Path) -> Callable[[str], int | None]:
+    """A head file's line count, read from the review tree (None: no regular file of
+    that path inside it; a symlink or a path leaving the tree is none)."""
+    root = worktree.resolve()
+
+    def count(path: str) -> int | None:
+        candidate = worktree / path
+        try:
+            resolved = candidate.resolve()
+            if not resolved.is_relative_to(root) or candidate.is_symlink():
+                return None
+            if not resolved.is_file():
+                return None
+            data = resolved.read_bytes()
+        except (OSError, ValueError):
+            return None
+        return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+    return count
