@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 
 from engine.errors import InvalidInput
 from engine.github import repo_problem
+from wrapper.config_gate import MergeGateSettings
 from wrapper.errors import ConfigError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -229,6 +230,7 @@ class RepositorySettings(_Strict):
 
     # The recipient (a key of ``recipients``) every notice about this repository goes to.
     notify_to: str | None = None
+    merge_gate: MergeGateSettings | None = None  # replaces the global one here (D85)
 
     @field_validator("notify_to")
     @classmethod
@@ -318,6 +320,7 @@ class KdevConfig(_Strict):
     # kdev triage's optional reviewer leg for the comments its rules leave undecided
     # (docs/author-loop.md): "reviewer" (the reviewer above) or a reviewer of its own.
     triage_reviewer: Literal["reviewer"] | Reviewer | None = None
+    merge_gate: MergeGateSettings = Field(default_factory=MergeGateSettings)  # D85
 
     @field_validator("recipients")
     @classmethod
@@ -353,8 +356,7 @@ class KdevConfig(_Strict):
     def _repositories(cls, value: dict[str, RepositorySettings]) -> dict[str, RepositorySettings]:
         lowered: dict[str, RepositorySettings] = {}
         for repo, settings in value.items():
-            problem = repo_problem(repo)
-            if problem is not None:
+            if repo_problem(repo) is not None:
                 raise ValueError(f"{repo!r} is not a repository name OWNER/NAME")
             if repo.lower() in lowered:
                 raise ValueError(f"repository {repo!r} is listed twice")
