@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from engine.config import Settings
 from engine.github import GitHubClient
-from tests.wrapper.reviewbench import REPO, Bench
+from tests.wrapper.reviewbench import BIN, REPO, Bench
 from wrapper.config import KdevConfig, load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome, ReviewerFailed
 from wrapper.review.merge_gate import StatusGate
@@ -203,3 +204,24 @@ def test_enabled_must_be_a_boolean(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(str(path))
     assert caught.value.reason == "invalid_config" and "merge_gate.enabled" in caught.value.message
+
+
+def test_pr_status_shows_the_gate_at_the_head(bench: Bench) -> None:
+    config = _on(bench)
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "x = 1  # FIXME\n"})
+    bench.review(pr.number, config=config)
+    argv = [str(BIN / "kdev"), "pr-status", "--repo", REPO, "--pr", str(pr.number)]
+    env = bench.kdev_env(config)
+    shown = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["merge_gate"] == {
+        "context": CONTEXT,
+        "state": "failure",
+        "description": "changes requested by kdev",
+    }
+    text = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "merge gate kdev/review: failure (changes requested by kdev)" in text
+    off = subprocess.run(
+        [*argv, "--json"], env=bench.kdev_env(), capture_output=True, text=True, timeout=60
+    )
+    assert json.loads(off.stdout)["merge_gate"] is None
