@@ -3,9 +3,11 @@ head it decides, over ghsim with the review bench."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from engine.github import GitHubClient
 from tests.wrapper.reviewbench import BIN, REPO, Bench
 from wrapper.config import KdevConfig, load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome, ReviewerFailed
+from wrapper.explain import EngineSide, build_timeline
+from wrapper.ledger.outcomes import OutcomeEntry, entry_of
 from wrapper.review.merge_gate import StatusGate
 
 CONTEXT = "kdev/review"
@@ -225,3 +229,21 @@ def test_pr_status_shows_the_gate_at_the_head(bench: Bench) -> None:
         [*argv, "--json"], env=bench.kdev_env(), capture_output=True, text=True, timeout=60
     )
     assert json.loads(off.stdout)["merge_gate"] is None
+
+
+def test_explain_shows_what_the_gate_set(bench: Bench) -> None:
+    bench.sim.inject_fault("POST", r"/statuses/", status=502, times=1)  # the pending one
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    report = bench.review(pr.number, config=_on(bench))
+    now = datetime.now(UTC)
+    entry = OutcomeEntry.from_json(entry_of("review-pr", report, bench.ledger(), now).to_json())
+    assert entry.merge_gate == report.merge_gate
+    [line] = build_timeline(EngineSide((), (), (), ()), [entry], [], now)
+    assert line.text.endswith("[kdev/review success set]")
+    failed = {**report.merge_gate, "action": "failed", "reason": "merge_gate_post_failed"}
+    logged = dataclasses.replace(entry, merge_gate=failed)
+    [line] = build_timeline(EngineSide((), (), (), ()), [logged], [], now)
+    assert line.text.endswith("[kdev/review success failed: merge_gate_post_failed]")
+    old = OutcomeEntry.from_json({**entry.to_json(), "merge_gate": None})
+    [line] = build_timeline(EngineSide((), (), (), ()), [old], [], now)
+    assert "[" not in line.text  # an entry from before the gate shows none

@@ -51,6 +51,7 @@ class OutcomeEntry:
     artifact: str | None = None
     detail: str = ""
     reopens_at: datetime | None = None
+    merge_gate: dict[str, str] | None = None  # what the merge gate set (D85), if it is on
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self, timespec="auto")
@@ -69,6 +70,7 @@ class OutcomeEntry:
             artifact=data.get("artifact"),
             detail=str(data.get("detail") or ""),
             reopens_at=parse_timestamp(str(reopens)) if reopens else None,
+            merge_gate=_gate_of(data.get("merge_gate")),
         )
 
 
@@ -119,6 +121,13 @@ class OutcomeLog:
         return entries
 
 
+def _gate_of(value: Any) -> dict[str, str] | None:
+    """A logged ``merge_gate``: a mapping of strings, else None (an older or odd line)."""
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
+
+
 def entry_of(command: str, report: ReviewReport, ledger: Ledger, now: datetime) -> OutcomeEntry:
     """The outcome entry of a report; a deferral carries its marker's budget and reopening."""
     reason = report.outcome.value
@@ -139,6 +148,7 @@ def entry_of(command: str, report: ReviewReport, ledger: Ledger, now: datetime) 
         artifact=report.artifact,
         detail=report.detail,
         reopens_at=reopens_at,
+        merge_gate=report.merge_gate,
     )
 
 
