@@ -17,6 +17,7 @@ import pytest
 from engine.config import Settings
 from engine.github import GitHubClient
 from tests.wrapper.reviewbench import BIN, REPO, Bench
+from tests.wrapper.test_sweep import sweep
 from wrapper.config import KdevConfig, load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome, ReviewerFailed
 from wrapper.explain import EngineSide, build_timeline
@@ -247,3 +248,20 @@ def test_explain_shows_what_the_gate_set(bench: Bench) -> None:
     old = OutcomeEntry.from_json({**entry.to_json(), "merge_gate": None})
     [line] = build_timeline(EngineSide((), (), (), ()), [old], [], now)
     assert "[" not in line.text  # an entry from before the gate shows none
+
+
+def test_the_sweeps_digest_shows_the_gate(bench: Bench) -> None:
+    config = _on(bench)
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    bench.review(pr.number, config=config)
+    bench.sim.set_auto_merge(REPO, pr.number, "squash")
+    bench.sim.set_review_decision(REPO, pr.number, "REVIEW_REQUIRED")
+    before = len(bench.notes())
+    [row] = sweep(bench, kdev=config).digest
+    assert row.merge_gate == "kdev/review success"
+    [note] = bench.notes()[before:]
+    assert note["body"].endswith(" | kdev/review success")
+    bench.sim.inject_fault("GET", r"/commits/[0-9a-f]{40}/status$", status=404, times=None)
+    [row] = sweep(bench, kdev=config).digest
+    assert row.merge_gate is not None and row.merge_gate.startswith("kdev/review unreadable [")
+    assert sweep(bench).digest[0].merge_gate is None  # the gate off: no column

@@ -25,10 +25,10 @@ from wrapper.authorloop.rounds import Round
 from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
-from wrapper.gh_reviews import combined_status
 from wrapper.ledger.ledger import Ledger, format_timestamp
 from wrapper.review.findings import without_withdrawn
 from wrapper.review.findings_post import FindingsRound, round_record
+from wrapper.review.merge_gate import gate_at
 
 _SEVERE = re.compile(r"\bP[12]\b")
 
@@ -172,13 +172,6 @@ def ci_summary(runs: list[Any]) -> tuple[dict[str, str], str]:
     if "pending" in values:
         return buckets, "pending"
     return buckets, "passing"
-
-
-def gate_at(github: GitHubClient, repo: str, head: str, context: str) -> dict[str, str | None]:
-    """The newest status of ``context`` at ``head`` (state and description None: none)."""
-    latest = combined_status(github, repo, head).latest(context)
-    state, description = latest if latest is not None else (None, None)
-    return {"context": context, "state": state, "description": description}
 
 
 def pr_status(

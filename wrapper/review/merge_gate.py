@@ -119,6 +119,14 @@ def gate_settings(config: KdevConfig, repo: str) -> MergeGateSettings:
     return config.merge_gate
 
 
+def gate_at(github: GitHubClient, repo: str, head: str, context: str) -> dict[str, str | None]:
+    """The newest status of ``context`` at ``head`` (state and description None: none),
+    as ``kdev pr-status`` and the sweep's digest show it. GitHub errors propagate."""
+    latest = combined_status(github, repo, head).latest(context)
+    state, description = latest if latest is not None else (None, None)
+    return {"context": context, "state": state, "description": description}
+
+
 def shown_for(report: ReviewReport) -> tuple[GateState, str] | None:
     """The state and description of a decided run's outcome (the module's table)."""
     if report.outcome in (Outcome.REVIEWED, Outcome.CARRIED_FORWARD):

@@ -45,6 +45,7 @@ class DigestRow:
     verdict_line: str
     artifact: str
     pr_url: str
+    merge_gate: str | None = None  # "CONTEXT STATE" at the head, when the gate is on (D85)
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self)
