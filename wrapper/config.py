@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from engine.errors import InvalidInput
 from engine.github import repo_problem
 from wrapper.config_base import Strict as _Strict
+from wrapper.config_gate import MergeGateSettings
 from wrapper.config_notify import CommandTarget as CommandTarget
 from wrapper.config_notify import FileTarget as FileTarget
 from wrapper.config_notify import GithubCommentTarget as GithubCommentTarget
@@ -192,6 +193,7 @@ class RepositorySettings(_Strict):
     # The recipient (a key of ``recipients``) every notice about this repository goes to.
     notify_to: str | None = None
     review_post: ReviewPostSettings | None = None  # wins over the top level's (D86)
+    merge_gate: MergeGateSettings | None = None  # replaces the global one here (D85)
 
     @field_validator("notify_to")
     @classmethod
@@ -281,6 +283,7 @@ class KdevConfig(_Strict):
     # (docs/author-loop.md): "reviewer" (the reviewer above) or a reviewer of its own.
     triage_reviewer: Literal["reviewer"] | Reviewer | None = None
     review_post: ReviewPostSettings = Field(default_factory=ReviewPostSettings)  # D86
+    merge_gate: MergeGateSettings = Field(default_factory=MergeGateSettings)  # D85
 
     @field_validator("recipients")
     @classmethod
@@ -316,8 +319,7 @@ class KdevConfig(_Strict):
     def _repositories(cls, value: dict[str, RepositorySettings]) -> dict[str, RepositorySettings]:
         lowered: dict[str, RepositorySettings] = {}
         for repo, settings in value.items():
-            problem = repo_problem(repo)
-            if problem is not None:
+            if repo_problem(repo) is not None:
                 raise ValueError(f"{repo!r} is not a repository name OWNER/NAME")
             if repo.lower() in lowered:
                 raise ValueError(f"repository {repo!r} is listed twice")

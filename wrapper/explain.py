@@ -200,9 +200,11 @@ def build_timeline(
         extra = f" {e.verdict}" if e.verdict else ""
         detail = f" ({e.detail})" if e.detail else ""
         code = e.outcome if e.reason == e.outcome else f"{e.outcome}:{e.reason}"
-        timeline.append(
-            Line(e.at, f"kdev {e.command}", f"{code}{extra} head {e.head_sha[:7]}{detail}")
-        )
+        gate = e.merge_gate or {}
+        why = f": {gate['reason']}" if "reason" in gate else ""
+        shown = f" [{gate.get('context')} {gate.get('state')} {gate.get('action')}{why}]"
+        text = f"{code}{extra} head {e.head_sha[:7]}{detail}{shown if gate else ''}"
+        timeline.append(Line(e.at, f"kdev {e.command}", text))
     for row in rows:
         if row.deferred is not None:
             continue  # the outcome log has the deferral with its reopening

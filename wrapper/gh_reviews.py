@@ -78,6 +78,16 @@ class CombinedStatus:
     sha: str
     total_count: int
     contexts: tuple[tuple[str, str], ...]  # (context, state), newest first
+    descriptions: tuple[str | None, ...] = ()  # of each of ``contexts``, in its order
+
+    def latest(self, context: str) -> tuple[str, str | None] | None:
+        """``(state, description)`` of ``context``'s newest status (GitHub matches a
+        context without regard to case), or None when the view has none."""
+        for index, (name, state) in enumerate(self.contexts):
+            if name.lower() == context.lower():
+                described = self.descriptions[index] if index < len(self.descriptions) else None
+                return state, described
+        return None
 
 
 def _bad(message: str) -> InvalidInput:
@@ -207,7 +217,7 @@ def combined_status(client: GitHubClient, repo: str, ref: str) -> CombinedStatus
     body = client.request("GET", path, params={"per_page": 100}, expect=dict)
     try:
         statuses = get_field(body, "statuses", list, "")
-        contexts = []
+        contexts, descriptions = [], []
         for index, item in enumerate(statuses):
             if not isinstance(item, dict):
                 raise Malformed(MALFORMED_PAYLOAD, f"statuses[{index}] is not an object")
@@ -215,11 +225,16 @@ def combined_status(client: GitHubClient, repo: str, ref: str) -> CombinedStatus
             contexts.append(
                 (get_field(item, "context", str, where), get_field(item, "state", str, where))
             )
+            described = item.get("description")
+            if described is not None and not isinstance(described, str):
+                raise Malformed(MALFORMED_PAYLOAD, f"{where}description is not a string")
+            descriptions.append(described)
         return CombinedStatus(
             state=get_field(body, "state", str, ""),
             sha=get_field(body, "sha", str, ""),
             total_count=get_field(body, "total_count", int, ""),
             contexts=tuple(contexts),
+            descriptions=tuple(descriptions),
         )
     except Malformed as exc:
         said = f"cannot read the combined status of {ref} in {repo}: {exc.detail}"

@@ -8,7 +8,8 @@ a ``P1``/``P2`` finding; ``last_two_rounds_clean`` needs two rounds, both withou
 Posting integrity is the newest round's findings record (roster mode,
 :mod:`wrapper.review.findings_post`): findings expected against posted. Branch protection
 (required approvals and checks of the base branch, met or not at the head) is
-:mod:`wrapper.authorloop.protection`.
+:mod:`wrapper.authorloop.protection`. With the merge gate on (D85), its status at the
+head is shown too.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, format_timestamp
 from wrapper.review.findings import without_withdrawn
 from wrapper.review.findings_post import FindingsRound, round_record
+from wrapper.review.merge_gate import gate_at
 
 _SEVERE = re.compile(r"\bP[12]\b")
 
@@ -45,6 +47,8 @@ class PrStatus:
     contradictions: list[str] = field(default_factory=list)
     posting: FindingsRound | None = None  # the newest round's findings record, if any
     protection: ProtectionStatus | None = None  # the base branch's protection at the head
+    # kdev's merge gate at the head (D85): context, state, description; None when off.
+    merge_gate: dict[str, str | None] | None = None
 
     def posting_json(self) -> dict[str, Any] | None:
         """Posting integrity of the newest round: expected against posted findings."""
@@ -81,6 +85,7 @@ class PrStatus:
             "contradictions": self.contradictions,
             "posting": self.posting_json(),
             "protection": None if self.protection is None else self.protection.to_json(),
+            "merge_gate": self.merge_gate,
         }
 
     def lines(self) -> list[str]:
@@ -108,6 +113,10 @@ class PrStatus:
         out.append(f"posting integrity: {self._posting_line()}")
         if self.protection is not None:
             out += self.protection.lines()
+        if self.merge_gate is not None:
+            gate = self.merge_gate
+            said = f" ({gate['description']})" if gate["description"] else ""
+            out.append(f"merge gate {gate['context']}: {gate['state'] or 'not set'}{said}")
         return out
 
     def _posting_line(self) -> str:
@@ -165,8 +174,12 @@ def ci_summary(runs: list[Any]) -> tuple[dict[str, str], str]:
     return buckets, "passing"
 
 
-def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrStatus:
-    """Read everything :class:`PrStatus` reports (GitHub errors propagate as KdevError)."""
+def pr_status(
+    github: GitHubClient, ledger: Ledger, repo: str, pr: int, gate_context: str | None = None
+) -> PrStatus:
+    """Read everything :class:`PrStatus` reports (GitHub errors propagate as KdevError);
+    ``gate_context``: the merge gate's status context, when the gate is on."""
+    gate = None
     try:
         pull = get_pull(github, repo, pr)
         head = pull.head_sha
@@ -176,6 +189,8 @@ def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrSta
             paginate=True,
             items_key="check_runs",
         ).body
+        if gate_context is not None:
+            gate = gate_at(github, repo, head, gate_context)
     except GitHubError as exc:
         raise KdevError(
             f"cannot read {repo} #{pr}: {exc.message} [{exc.reason}]", "github_read_failed"
@@ -201,4 +216,5 @@ def pr_status(github: GitHubClient, ledger: Ledger, repo: str, pr: int) -> PrSta
         contradictions(decided, rounds),
         posting,
         protection,
+        gate,
     )

@@ -36,7 +36,7 @@ FAILED = "failed"
 DEFAULT_KEEP = 200
 OUTCOMES_FILE = "outcomes.jsonl"
 # The fields an entry keeps from the ReviewReport as they are (entry_of).
-REPORT_FIELDS = ("head_sha", "patch_id", "verdict", "artifact", "detail")
+REPORT_FIELDS = ("head_sha", "patch_id", "verdict", "artifact", "detail", "merge_gate")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class OutcomeEntry(JsonForm):
     artifact: str | None = None
     detail: str = ""
     reopens_at: datetime | None = None
+    merge_gate: dict[str, str] | None = None  # what the merge gate set (D85), if it is on
 
     JSON_TIMESPEC = "auto"
 
@@ -70,6 +71,7 @@ class OutcomeEntry(JsonForm):
             artifact=data.get("artifact"),
             detail=str(data.get("detail") or ""),
             reopens_at=parse_timestamp(str(reopens)) if reopens else None,
+            merge_gate=_gate_of(data.get("merge_gate")),
         )
 
 
@@ -118,6 +120,13 @@ class OutcomeLog:
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("%s:%d: skipped a malformed outcome: %s", path, number, exc)
         return entries
+
+
+def _gate_of(value: Any) -> dict[str, str] | None:
+    """A logged ``merge_gate``: a mapping of strings, else None (an older or odd line)."""
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
 def entry_of(command: str, report: ReviewReport, ledger: Ledger, now: datetime) -> OutcomeEntry:

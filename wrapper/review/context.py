@@ -65,6 +65,8 @@ class ReviewReport(JsonForm):
     verdict: str | None = None
     artifact: str | None = None
     detail: str = ""
+    # What the merge gate (wrapper.review.merge_gate, D85) set on the head, when it is on.
+    merge_gate: dict[str, str] | None = None
 
 
 @dataclass

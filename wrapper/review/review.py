@@ -21,7 +21,9 @@ The workflow (docs/decisions.md D5), one named step each, in this order:
                       each crossed off when delivered (a rerun delivers what is owed)
 
 Every decision returns a :class:`ReviewReport` (exit 0); only a broken wrapper raises a
-:class:`wrapper.errors.KdevError` (non-zero, distinct codes).
+:class:`wrapper.errors.KdevError` (non-zero, distinct codes). With ``merge_gate`` on, the
+decision (or the failure, or a leg starting) is also a commit status on the head
+(:mod:`wrapper.review.merge_gate`, D85).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from wrapper.review.admission import admit
 from wrapper.review.budgetgate import defer, defer_for_cap, over_budget
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
 from wrapper.review.force import check_force_ready, resolve_head
+from wrapper.review.merge_gate import GateRun, open_gate
 from wrapper.review.steps import moved_on, patch_of_head
 
 __all__ = [
@@ -118,14 +121,17 @@ def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     message withheld if it holds a secret; a failure that is no KdevError (a bug: the
     command ends ``internal_error``) gets one naming only its class (D67). Then the
     error propagates."""
+    gate = open_gate(ctx, req)
     try:
-        return _workflow(req, ctx)
+        return gate.decided(_workflow(req, ctx, gate))
     except KdevError as exc:
         if not exc.notified:
             notify_failure(ctx, req, exc)
+        gate.failed(exc.reason)
         raise
     except Exception as exc:
         notify_internal_error(ctx, req, exc)
+        gate.failed("internal_error")
         raise
 
 
@@ -167,7 +173,7 @@ def notify_internal_error(ctx: ReviewContext, req: ReviewRequest, exc: Exception
         log.warning("the internal_error notice failed: %s", type(problem).__name__)
 
 
-def _workflow(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
+def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewReport:
     # 0-1. Self-loop closure and fork backstop (--force checks its reviewer first).
     if req.force:
         check_force_ready(ctx.config)
@@ -176,6 +182,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
         return admitted
     pr = admitted
     req = resolve_head(req, pr)
+    gate.aim(req.head_sha)
     pr_url = req.pr_url or pr.html_url
 
     # 2. Patch-id of base...head, from exactly the head as fired (fetched by SHA if
@@ -230,4 +237,5 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
                     removed = ctx.ledger.remove_patch(req.repo, req.pr, patch_id)
                     log.info("--force: forgot patch %s (%d index entries)", patch_id, removed)
                 ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
+            gate.running()
             return run_leg(ctx, req, pr, pr_url, git, patch_id, diff)

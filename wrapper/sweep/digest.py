@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.github import PullRequest
+from engine.github import GitHubError, PullRequest
 from wrapper.config import NotifyTarget
 from wrapper.gh import pull_graph
 from wrapper.notify import Notification
+from wrapper.review.merge_gate import gate_at, gate_settings
 from wrapper.sweep.config import RepositoryEntry
 from wrapper.sweep.context import SweepContext, send_to, targets_for
 from wrapper.sweep.decide import is_verdict_clean, wants_digest
@@ -38,15 +39,30 @@ def digest_rows(
                 f"VERDICT: {verdict.verdict}",
                 str(artifact),
                 graph.url,
+                _gate_column(ctx, entry.repo, graph.head_ref_oid),
             )
         )
     return rows
+
+
+def _gate_column(ctx: SweepContext, repo: str, head: str) -> str | None:
+    """The merge gate's status at ``head`` (D85), or None when the gate is off; a status
+    that cannot be read is said so, never left out."""
+    settings = gate_settings(ctx.kdev, repo)
+    if not settings.enabled:
+        return None
+    try:
+        shown = gate_at(ctx.github, repo, head, settings.context)
+    except GitHubError as exc:
+        return f"{settings.context} unreadable [{exc.reason}]"
+    return f"{settings.context} {shown['state'] or 'not set'}"
 
 
 def digest_notification(rows: Sequence[DigestRow]) -> Notification:
     """``PR sweep: N PR(s) waiting for approval``: one row per PR."""
     lines = [
         f"{r.repo} #{r.pr} {r.head_sha} | {r.verdict_line} | {r.artifact} | {r.pr_url}"
+        + (f" | {r.merge_gate}" if r.merge_gate else "")
         for r in rows
     ]
     count = len(rows)

@@ -36,6 +36,7 @@ class DigestRow(PrHead):
     verdict_line: str
     artifact: str
     pr_url: str
+    merge_gate: str | None = None  # "CONTEXT STATE" at the head, when the gate is on (D85)
 
 
 @dataclass(frozen=True)
