@@ -18,14 +18,14 @@ NEW = "9f8e7d6" + "0" * 33
 def carried(carried_at: datetime | None) -> LedgerRow:
     reviewed = NOW - timedelta(hours=5)
     return LedgerRow(
-        "octo/widgets",
-        7,
-        NEW,
-        "ab" * 20,
-        "APPROVE",
-        reviewed,
-        RowKind.CARRIED,
-        OLD,
+        repo="octo/widgets",
+        pr=7,
+        head_sha=NEW,
+        patch_id="ab" * 20,
+        verdict="APPROVE",
+        reviewed_at=reviewed,
+        kind=RowKind.CARRIED,
+        carried_from=OLD,
         carried_at=carried_at,
     )
 
