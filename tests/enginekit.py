@@ -14,7 +14,8 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,24 @@ from ghsim import GitHubSim
 
 LI = str(Path(sys.executable).with_name("li"))
 REPO = "octo/widgets"
+
+
+@contextmanager
+def logged_engine(env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``li --log-format json engine run`` with its log (stderr) in ``log_path``, for the
+    block; then SIGTERM, and the engine must stop within 60 s."""
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            [LI, "--log-format", "json", "engine", "run"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+        )
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, step: float = 0.05) -> bool:

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -31,6 +29,7 @@ from engine.store import db as dbmod
 from engine.store.models import TriggerType
 from engine.store.store import Store
 from ghsim import GitHubSim
+from tests.enginekit import logged_engine
 from tests.factories import interval_spec
 
 LI = str(Path(sys.executable).with_name("li"))
@@ -69,22 +68,13 @@ def _schedules(store: Store) -> None:
 
 
 def _run_script(sim: GitHubSim, log_path: Path, env: dict[str, str]) -> None:
-    with log_path.open("w") as log_file:
-        proc = subprocess.Popen(
-            [LI, "--log-format", "json", "engine", "run"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log_file,
-        )
-    try:
+    with logged_engine(env, log_path) as proc:
         started = time.monotonic()
         for number, at in enumerate(PR_OPENED_AT):
             time.sleep(max(0.0, started + at - time.monotonic()))
             sim.open_pr("octo/logs", f"topic-{number}", {f"f{number}.py": "x = 1\n"})
         time.sleep(max(0.0, started + SCRIPT_SECONDS - time.monotonic()))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
+    assert proc.returncode == 0
 
 
 def test_a_scripted_five_minute_run_logs_each_run_twice_and_nothing_else(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from sqlalchemy import Engine
 
 from engine.clikit import JsonFormatter, TextFormatter
 from engine.store.store import Store
+from tests.enginekit import logged_engine
 
 LI = str(Path(sys.executable).with_name("li"))
 IDLE_WINDOW_SECONDS = 6.0  # more than one heartbeat and recovery pass (5 s) and ~20 syncs
@@ -38,14 +38,7 @@ def test_an_idle_engine_logs_nothing_at_info(db: Engine, db_url: str, tmp_path: 
         capture_output=True,
     )
     log_path = tmp_path / "engine.log"
-    with log_path.open("w") as log_file:
-        proc = subprocess.Popen(
-            [LI, "--log-format", "json", "engine", "run"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log_file,
-        )
-    try:
+    with logged_engine(env, log_path):
         store = Store(db)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and "running" not in log_path.read_text():
@@ -55,9 +48,6 @@ def test_an_idle_engine_logs_nothing_at_info(db: Engine, db_url: str, tmp_path: 
         assert store.list_engines(), "the engine registered no row"
         time.sleep(IDLE_WINDOW_SECONDS)
         idle = log_path.read_text()[len(startup) :]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
     assert idle == "", idle
     for line in startup.splitlines():
         record = json.loads(line)
@@ -136,14 +126,7 @@ def test_an_engine_whose_polls_fire_nothing_logs_no_decision_at_info(
             "GITHUB_TOKEN": token,
         }
         log_path = tmp_path / "engine.log"
-        with log_path.open("w") as log_file:
-            proc = subprocess.Popen(
-                [LI, "--log-format", "json", "engine", "run"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=log_file,
-            )
-        try:
+        with logged_engine(env, log_path):
             deadline = time.monotonic() + 30
             while (
                 time.monotonic() < deadline
@@ -151,9 +134,6 @@ def test_an_engine_whose_polls_fire_nothing_logs_no_decision_at_info(
             ):
                 time.sleep(0.2)
             time.sleep(1.0)  # the pass's last lines
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
     assert PollStore(store).get_state(sid).comments_watermark is not None, "never polled"
     text = log_path.read_text()
     for line in text.splitlines():

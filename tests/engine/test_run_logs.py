@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -20,6 +18,7 @@ from sqlalchemy import Engine
 from engine.run.actions import end_level
 from engine.store.models import RunStatus
 from engine.store.store import FinishedRun, Store
+from tests.enginekit import logged_engine
 from tests.factories import interval_spec
 
 LI = str(Path(sys.executable).with_name("li"))
@@ -50,15 +49,8 @@ def test_each_run_logs_one_start_and_one_end_line_and_idle_stays_silent(
         "LI_SYNC_INTERVAL": "0.3",
     }
     log_path = tmp_path / "engine.log"
-    with log_path.open("w") as log_file:
-        proc = subprocess.Popen(
-            [LI, "--log-format", "json", "engine", "run"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log_file,
-        )
     reader = Store(db)
-    try:
+    with logged_engine(env, log_path):
         deadline = time.monotonic() + 30
         while (
             time.monotonic() < deadline
@@ -69,9 +61,6 @@ def test_each_run_logs_one_start_and_one_end_line_and_idle_stays_silent(
         busy = log_path.read_text()
         time.sleep(IDLE_WINDOW_SECONDS)
         idle = log_path.read_text()[len(busy) :]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
     assert idle == "", idle
     lines = _run_lines(_records(log_path))
     runs = {
