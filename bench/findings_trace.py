@@ -9,7 +9,9 @@ the first changed line to :data:`MARGIN` lines after the last one, cut the same 
 the parent's and the commit's version (the lines cut off are equal on both sides, so the
 diff of the excerpts has the commit's hunks, shifted). A case is dropped (and named on
 stderr) when a file is deleted, renamed, binary or not UTF-8, when it touches more than
-:data:`MAX_FILES` files, or when an excerpt exceeds :data:`MAX_EXCERPT` bytes.
+:data:`MAX_FILES` files, when an excerpt exceeds :data:`MAX_EXCERPT` bytes, or when it
+names a path outside the repository (``tests/test_self_contained.py`` holds every
+tracked file to that).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from tests.test_self_contained import NOT_OURS, OUTSIDE
 
 MARGIN = 12  # unchanged lines kept on each side of the changed region
 MAX_FILES = 4
@@ -85,6 +89,8 @@ def case_of(repo: Path, sha: str) -> dict[str, Any]:
         old, new, cut = excerpt(before, _blob(repo, sha, path))
         if max(len(old.encode()), len(new.encode())) > MAX_EXCERPT:
             raise Dropped(f"{path}: excerpt over {MAX_EXCERPT} bytes")
+        if any(OUTSIDE.search(NOT_OURS.sub("", line)) for line in (old + new).splitlines()):
+            raise Dropped(f"{path}: names a path outside the repository")
         if old == new:
             raise Dropped(f"{path}: no text change")
         files[path] = {"before": old if kind == "M" else None, "after": new, "cut_lines": cut}

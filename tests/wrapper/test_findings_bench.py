@@ -104,12 +104,14 @@ def test_the_cutter_keeps_the_hunks_and_drops_what_it_cannot_replay(tmp_path: Pa
     edit = _commit(repo, {"a.txt": long.replace("line 50\n", "line fifty\n")}, "edit")
     _commit(repo, {"gone.txt": None}, "delete")
     _commit(repo, {"big.txt": "y" * (findings_trace.MAX_EXCERPT + 1)}, "big")
+    _commit(repo, {"p.txt": "see " + "/" + "root/notes\n"}, "outside")  # in pieces: D22
     added = _commit(repo, {"new.txt": "hello\n"}, "add")
     trace, dropped = findings_trace.cut(repo, root, "HEAD", 10)
     assert [c["commit"] for c in trace["cases"]] == [edit, added]
     assert [d.split(": ", 1)[1] for d in dropped] == [
         "gone.txt: status D",
         f"big.txt: excerpt over {findings_trace.MAX_EXCERPT} bytes",
+        "p.txt: names a path outside the repository",
     ]
     cut = trace["cases"][0]["files"]["a.txt"]
     margin = findings_trace.MARGIN
