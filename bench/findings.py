@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.findings_reviewer import LOG_ENV
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer
 from ghsim import GitHubSim
@@ -43,8 +44,6 @@ from ghsim.model import Comment, Review
 from wrapper.config import KdevConfig
 from wrapper.ledger.ledger import Ledger
 from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
-
-from bench.findings_reviewer import LOG_ENV
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TRACE = Path(__file__).resolve().parent / "data" / "findings_trace.json"
@@ -280,9 +279,8 @@ def report(result: FindingsResult) -> list[str]:
     posted = sum(r.suggestions_posted for r in result.rounds)
     applied = sum(r.suggestions_applied for r in result.rounds)
     ranges = sum(r.range_suggestions for r in result.rounds)
-    kinds = ", ".join(
-        f"{k} {result.total('findings', (k,))}" for k in (*ANCHORABLE, *UNANCHORABLE)
-    )
+    per_round = [r.writes for r in result.rounds]
+    kinds = ", ".join(f"{k} {result.total('findings', (k,))}" for k in (*ANCHORABLE, *UNANCHORABLE))
 
     def met(ok: bool) -> str:
         return "met" if ok else "NOT met"
@@ -294,16 +292,15 @@ def report(result: FindingsResult) -> list[str]:
         f"  anchorable landed on their line: {result.landed}/{result.anchorable} "
         f"= {_share(result.landed, result.anchorable)}  goal 100 %: "
         f"{met(result.landed == result.anchorable)}",
-        f"  unanchorable in the summary with path:line: {result.summarised}/"
-        f"{result.unanchorable}",
+        f"  unanchorable in the summary with path:line: {result.summarised}/{result.unanchorable}",
         f"  findings lost: {result.lost}  goal 0: {met(result.lost == 0)}",
-        f"  GitHub writes per round: {writes / rounds:.2f} (min {min(r.writes for r in result.rounds)}"
-        f", max {max(r.writes for r in result.rounds)}); baseline one comment per finding: "
+        f"  GitHub writes per round: {writes / rounds:.2f} (min {min(per_round)}, "
+        f"max {max(per_round)}); baseline one comment per finding: "
         f"{emitted / rounds:.2f}; ratio {writes / emitted:.3f}",
         f"  notifications per round: {notes / rounds:.2f}; baseline: {emitted / rounds:.2f}; "
         f"ratio {notes / emitted:.3f}",
-        f"  suggestions posted {posted} ({ranges} on two lines), applied with the file equal to the replacement "
-        f"{applied}, failed {result.suggestions_failed}  goal all: "
+        f"  suggestions posted {posted} ({ranges} on two lines), applied with the file "
+        f"equal to the replacement {applied}, failed {result.suggestions_failed}  goal all: "
         f"{met(applied == posted and result.suggestions_failed == 0)}",
     ]
     for r in result.rounds:

@@ -2,8 +2,9 @@
 
 ``python -m bench.findings_trace GIT_DIR --since REV [--upto REV] --commits N [--out FILE]``
 walks the history of ``GIT_DIR`` (a work tree or a bare mirror) from ``--since`` (not
-included) to ``--upto`` (default HEAD) in ``git rev-list --topo-order --reverse`` order, and takes the first ``N`` non-merge commits that change text files. Each commit is
-one case, one PR round: base = the parent, head = the commit. For every file the commit
+included) to ``--upto`` (default HEAD) in ``git rev-list --topo-order --reverse`` order,
+and takes the first ``N`` non-merge commits that change text files. Each commit is one
+case, one PR round: base = the parent, head = the commit. For every file the commit
 adds or modifies, the case keeps an *excerpt*: the lines from :data:`MARGIN` lines before
 the first changed line to :data:`MARGIN` lines after the last one, cut the same way from
 the parent's and the commit's version (the lines cut off are equal on both sides, so the
