@@ -191,7 +191,11 @@ def _apply(sim: GitHubSim, repo: str, pr: int, finding: dict[str, Any], comment:
     return ""
 
 
-def _count(sim: GitHubSim, repo: str, pr: int, emitted: list[dict[str, Any]], done: Round) -> None:
+def count_round(
+    sim: GitHubSim, repo: str, pr: int, emitted: list[dict[str, Any]], done: Round
+) -> None:
+    """Fill ``done`` from ghsim: where each of the ``emitted`` findings stands, the
+    notifications, and the suggestions applied one after another."""
     done.notifications, reviews = _notifications(sim, repo, pr)
     done.reviews = len(reviews)
     comments = [c for r in reviews for c in sim.review_comments(repo, pr, r.id)]
@@ -250,7 +254,7 @@ def run_case(sim: GitHubSim, root: Path, index: int, case: dict[str, Any]) -> Ro
     writes = sum(1 for r in sim.requests[before:] if r.method != "GET")
     emitted = [f for line in log.read_text().splitlines() for f in json.loads(line)["findings"]]
     done = Round(commit=case["commit"], writes=writes, seconds=seconds)
-    _count(sim, repo, pr, emitted, done)
+    count_round(sim, repo, pr, emitted, done)
     return done
 
 

@@ -49,7 +49,7 @@ def test_a_finding_github_never_got_is_counted_lost(tmp_path: Path) -> None:
             "replacement": None,
         }
         again = findings.Round(commit=case["commit"])
-        findings._count(sim, "bench/case01", 1, [ghost], again)
+        findings.count_round(sim, "bench/case01", 1, [ghost], again)
     assert again.lost == [ghost["title"]]
     assert again.landed == {} and again.in_summary == {}
 
