@@ -16,6 +16,7 @@ from bench import (
     decisions,
     engines,
     fastpath,
+    findings,
     fire_overhead,
     health,
     ledger_window,
@@ -48,6 +49,7 @@ FULL: dict[str, Any] = {
     "engine_warm": 4.0,
     "engine_window": 15.0,
     "mention_repos": 100,  # every 24 s: the load of 500 every 120 s
+    "findings_cases": None,  # every case of bench/data/findings_trace.json
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -69,6 +71,7 @@ QUICK: dict[str, Any] = {
     "engine_warm": 3.0,
     "engine_window": 6.0,
     "mention_repos": 50,  # every 12 s
+    "findings_cases": 5,
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -86,6 +89,7 @@ BENCHMARKS = (
     "engines",
     "mentions",
     "bounds",
+    "findings",
 )
 
 
@@ -199,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             _emit([*mention_scale.report(backend, scaled), ""])
         if "bounds" in chosen:
             _emit([*bounds.report(bounds.measure(workdir)), ""])
+        if "findings" in chosen:
+            measured_findings = findings.measure(sizes["findings_cases"], workdir)
+            _emit([*findings.report(measured_findings), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
         if "startup" in chosen:
