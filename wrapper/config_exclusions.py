@@ -61,20 +61,20 @@ class ExclusionSettings(RepoExclusions):
     repo_file: StrictBool | None = None
 
 
-class _RepositoryLike(Protocol):
+class ExclusionsRepository(Protocol):
     @property
     def exclusions(self) -> ExclusionSettings | None: ...
 
 
-class _ConfigLike(Protocol):
+class ExclusionsConfig(Protocol):
     @property
     def exclusions(self) -> ExclusionSettings: ...
 
     @property
-    def repositories(self) -> Mapping[str, _RepositoryLike]: ...
+    def repositories(self) -> Mapping[str, ExclusionsRepository]: ...
 
 
-def reads_repo_file(config: _ConfigLike, repo: str) -> bool:
+def reads_repo_file(config: ExclusionsConfig, repo: str) -> bool:
     """Whether ``repo``'s base tree :data:`REPO_FILE` is read (default: yes)."""
     own = _own(config, repo)
     for layer in (own, config.exclusions):
@@ -107,7 +107,7 @@ def parse_repo_file(data: bytes | None) -> RepoExclusions | None:
         raise ConfigError(f"{where}: {place}: {first['msg']}", INVALID_REPO_FILE) from None
 
 
-def policy_for(config: _ConfigLike, repo: str, repo_file: RepoExclusions | None) -> Policy:
+def policy_for(config: ExclusionsConfig, repo: str, repo_file: RepoExclusions | None) -> Policy:
     """The :class:`Policy` for ``repo``: the top level, then ``repo_file`` (the base
     tree's file, None when absent or not read), then the repository's own block."""
     layers = [config.exclusions, repo_file, _own(config, repo)]
@@ -124,6 +124,6 @@ def policy_for(config: _ConfigLike, repo: str, repo_file: RepoExclusions | None)
     return Policy(defaults=defaults, exclude=tuple(exclude), include=tuple(include))
 
 
-def _own(config: _ConfigLike, repo: str) -> ExclusionSettings | None:
+def _own(config: ExclusionsConfig, repo: str) -> ExclusionSettings | None:
     settings = config.repositories.get(repo.lower())
     return settings.exclusions if settings is not None else None

@@ -22,11 +22,13 @@ from wrapper.review.exclusions import (
     glob_matches,
 )
 
-
 GO = "Code generated ... DO NOT EDIT."
 
 
-def rule(path: str, policy: Policy = Policy(), **facts: object) -> str | None:
+DEFAULTS = Policy()
+
+
+def rule(path: str, policy: Policy = DEFAULTS, **facts: object) -> str | None:
     return decide(PathFacts(path, **facts), policy).rule  # type: ignore[arg-type]
 
 
@@ -204,9 +206,8 @@ def test_repo_file_is_read_unless_turned_off() -> None:
     assert reads_repo_file(config({}), "o/r") is True
     off = config({"exclusions": {"repo_file": False}})
     assert reads_repo_file(off, "o/r") is False
-    back_on = config(
-        {"exclusions": {"repo_file": False}, "repositories": {"o/r": {"exclusions": {"repo_file": True}}}}
-    )
+    own = {"o/r": {"exclusions": {"repo_file": True}}}
+    back_on = config({"exclusions": {"repo_file": False}, "repositories": own})
     assert reads_repo_file(back_on, "o/r") is True
     assert reads_repo_file(back_on, "o/other") is False
 
