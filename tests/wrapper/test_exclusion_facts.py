@@ -12,7 +12,14 @@ import pytest
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
+from wrapper.review.exclusion_diff import (
+    exclusion_patch_id,
+    file_blocks,
+    patch_id_diff,
+    reviewed_diff,
+)
 from wrapper.review.exclusion_facts import exclusions_for, gather_facts
+from wrapper.review.exclusions import Decision
 
 BASE_FILES = {
     "app.py": "def f():\n    return 1\n",
@@ -205,3 +212,73 @@ def test_a_bare_checkout_reads_the_base_attributes_too(repo: Repo, tmp_path: Pat
         "gen/b.py": "linguist-generated",
         "c.py": None,
     }
+
+
+def round_of(repo: Repo) -> tuple[bytes, tuple[Decision, ...], str | None]:
+    git = repo.kdev_git()
+    diff = git.diff("main", "pr")
+    decisions = exclusions_for(git, KdevConfig(), "o/r", "main", "pr").decisions
+    return diff, decisions, exclusion_patch_id(diff, decisions, git.patch_id)
+
+
+def test_without_trusted_exclusions_the_patch_id_is_d3s(repo: Repo) -> None:
+    repo.commit({"app.py": "x = 1\n", "yarn.lock": "# v1\n", "p.png": b"\x00\x01"}, "pr")
+    diff, decisions, patch_id = round_of(repo)
+    assert patch_id_diff(diff, decisions) == diff
+    assert patch_id == repo.kdev_git().patch_id(diff)
+    assert [path for path, _ in file_blocks(reviewed_diff(diff, decisions))] == ["app.py"]
+
+
+def test_a_push_to_base_marked_generated_files_only_keeps_the_patch_id(repo: Repo) -> None:
+    repo.commit({"app.py": "x = 1\n", "gen/api.py": "v = 1\n"}, "pr")
+    _, _, first = round_of(repo)
+    repo.commit({"gen/api.py": "v = 2\n", "gen/new.py": "n = 1\n"}, "regenerate")
+    diff, decisions, second = round_of(repo)
+    assert second == first is not None
+    assert [d.path for d in decisions if not d.reviewed] == ["gen/api.py", "gen/new.py"]
+    assert b"gen/api.py" in diff  # the full diff still has them; the patch-id does not
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"yarn.lock": "# changed\n"},
+        {"vendor/lib.go": "package lib\n"},
+        {"app.min.js": "evil();\n"},
+        {"tool.py": "# @generated\nimport os\n"},
+        {"blob.bin": b"\x00\x02"},
+    ],
+)
+def test_a_push_to_files_the_pr_can_steer_gets_a_new_patch_id(
+    repo: Repo, files: dict[str, str | bytes | None]
+) -> None:
+    repo.commit({"app.py": "x = 1\n"}, "pr")
+    _, _, first = round_of(repo)
+    repo.commit(files, "only excluded files")
+    _, decisions, second = round_of(repo)
+    assert second != first
+    assert all(d.reviewed for d in decisions if d.path == "app.py")
+    assert any(not d.reviewed for d in decisions)
+
+
+def test_a_diff_of_trusted_exclusions_only_has_no_patch_id(repo: Repo) -> None:
+    repo.commit({"gen/api.py": "v = 1\n"}, "pr")
+    diff, decisions, patch_id = round_of(repo)
+    assert diff and patch_id is None
+    assert reviewed_diff(diff, decisions) == b""
+
+
+def test_decisions_of_another_diff_fail_loud(repo: Repo) -> None:
+    repo.commit({"app.py": "x = 1\n", "b.py": "b = 1\n"}, "pr")
+    diff, decisions, _ = round_of(repo)
+    for wrong in (decisions[:1], (*decisions, Decision("c.py"))):
+        with pytest.raises(KdevError) as caught:
+            patch_id_diff(diff, wrong)
+        assert caught.value.reason == "exclusions_mismatch"
+
+
+def test_a_carriage_return_inside_a_line_never_starts_a_file(repo: Repo) -> None:
+    repo.commit({"app.py": "a = 1\rdiff --git a/x b/x\n", "gen/api.py": "v\n"}, "pr")
+    diff, decisions, _ = round_of(repo)
+    assert [path for path, _ in file_blocks(diff)] == ["app.py", "gen/api.py"]
+    assert b"\rdiff --git a/x b/x" in patch_id_diff(diff, decisions)
