@@ -244,3 +244,16 @@ def test_kdev_yaml_refuses_bad_globs_and_unknown_keys() -> None:
     for bad in ({"exclude": [""]}, {"include": ["a\tb"]}, {"skip": ["x"]}):
         with pytest.raises(ValueError):
             config({"exclusions": bad})
+
+
+def test_the_docs_example_is_a_valid_kdev_yaml() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).parents[2] / "docs" / "reviewers.md").read_text()
+    section = text[text.index("## What the reviewer reads: exclusions") :]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    cfg = KdevConfig.model_validate(yaml.safe_load(example))
+    assert policy_for(cfg, "octo/widgets", None).defaults is False
+    assert reads_repo_file(cfg, "octo/legacy") is False
