@@ -12,6 +12,7 @@ import pytest
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError
 from wrapper.git import Git
+from wrapper.git.facts import parse_raw
 from wrapper.review.exclusion_diff import (
     exclusion_patch_id,
     file_blocks,
@@ -282,3 +283,31 @@ def test_a_carriage_return_inside_a_line_never_starts_a_file(repo: Repo) -> None
     diff, decisions, _ = round_of(repo)
     assert [path for path, _ in file_blocks(diff)] == ["app.py", "gen/api.py"]
     assert b"\rdiff --git a/x b/x" in patch_id_diff(diff, decisions)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b":100644 100644 abc\0a.py\0",  # too few fields
+        b":100644 100644 " + b"a" * 40 + b" " + b"b" * 40 + b" 7\0a.py\0",  # no status letter
+        b":100644 100644 " + b"a" * 40 + b" " + b"b" * 40 + b" R100\0old.py\0",  # no new path
+    ],
+)
+def test_a_raw_record_git_would_not_write_fails_loud(raw: bytes) -> None:
+    with pytest.raises(KdevError) as caught:
+        parse_raw(raw, set())
+    assert caught.value.reason == "git_failed"
+
+
+def test_a_diff_kdev_cannot_read_fails_loud() -> None:
+    with pytest.raises(KdevError) as caught:
+        patch_id_diff(b"not a diff\n", [Decision("a.py")])
+    assert caught.value.reason == "diff_unparseable"
+
+
+def test_include_readmits_a_base_marked_generated_file(repo: Repo) -> None:
+    repo.commit({"gen/api.py": "v = 1\n"}, "pr")
+    readmit = KdevConfig.model_validate({"exclusions": {"include": ["gen/api.py"]}})
+    assert rules(repo, readmit) == {"gen/api.py": None}
+    diff, decisions, _ = round_of(repo)
+    assert decisions[0].rule == "linguist-generated"

@@ -51,26 +51,7 @@ class GitFacts(GitProcess):
         common = ["diff", "--no-ext-diff", "--no-textconv", "-z", f"{base_ref}...{head_ref}"]
         raw = self._run([*common[:4], "--raw", "--no-abbrev", common[4], "--"]).stdout
         numstat = self._run([*common[:4], "--numstat", common[4], "--"]).stdout
-        binary = _binary_paths(numstat)
-        entries: list[DiffEntry] = []
-        fields = raw.split(b"\0")
-        index = 0
-        while index < len(fields) and fields[index]:
-            meta = fields[index].decode("ascii", "replace").lstrip(":").split()
-            if len(meta) != 5:
-                raise KdevError(f"git diff --raw: unexpected record {meta!r}", "git_failed")
-            _, new_mode, old_oid, new_oid, status = meta
-            paired = status[:1] in ("R", "C")
-            names = [f.decode("utf-8", "replace") for f in fields[index + 1 : index + 2 + paired]]
-            index += 2 + paired
-            path, old_path = names[-1], (names[0] if paired else None)
-            deleted = new_oid in NULL_OIDS
-            blob = old_oid if deleted else new_oid
-            gitlink = new_mode == GITLINK_MODE or (deleted and meta[0] == GITLINK_MODE)
-            entries.append(
-                DiffEntry(path, old_path, status[:1], None if gitlink else blob, path in binary)
-            )
-        return entries
+        return parse_raw(raw, _binary_paths(numstat))
 
     def blob_starts(self, blobs: Iterable[str], limit: int) -> dict[str, bytes]:
         """The first ``limit`` bytes of each blob, read in one ``cat-file --batch``
@@ -152,6 +133,32 @@ class GitFacts(GitProcess):
             path, name, value = (f.decode("utf-8", "replace") for f in fields[index : index + 3])
             result.setdefault(path, {})[name] = value
         return result
+
+
+def parse_raw(raw: bytes, binary: set[str]) -> list[DiffEntry]:
+    """The records of ``git diff --raw --no-abbrev -z``; ``binary``: the binary paths.
+    A record git would not write is ``KdevError`` ``git_failed``."""
+    entries: list[DiffEntry] = []
+    fields = raw.split(b"\0")
+    index = 0
+    while index < len(fields) and fields[index]:
+        meta = fields[index].decode("ascii", "replace").lstrip(":").split()
+        if len(meta) != 5 or not meta[4][:1].isalpha():
+            raise KdevError(f"git diff --raw: unexpected record {meta!r}", "git_failed")
+        old_mode, new_mode, old_oid, new_oid, status = meta
+        paired = status[:1] in ("R", "C")
+        names = [f.decode("utf-8", "replace") for f in fields[index + 1 : index + 2 + paired]]
+        if len(names) != 1 + paired or not all(names):
+            raise KdevError("git diff --raw: a record without its path", "git_failed")
+        index += 2 + paired
+        path, old_path = names[-1], (names[0] if paired else None)
+        deleted = new_oid in NULL_OIDS
+        blob = old_oid if deleted else new_oid
+        gitlink = (old_mode if deleted else new_mode) == GITLINK_MODE
+        entries.append(
+            DiffEntry(path, old_path, status[:1], None if gitlink else blob, path in binary)
+        )
+    return entries
 
 
 def _binary_paths(numstat: bytes) -> set[str]:
