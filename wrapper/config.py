@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from engine.errors import InvalidInput
 from engine.github import repo_problem
 from wrapper.config_base import Strict as _Strict
+from wrapper.config_exclusions import ExclusionSettings
 from wrapper.config_gate import MergeGateSettings
 from wrapper.config_notify import CommandTarget as CommandTarget
 from wrapper.config_notify import FileTarget as FileTarget
@@ -194,6 +195,7 @@ class RepositorySettings(_Strict):
     notify_to: str | None = None
     review_post: ReviewPostSettings | None = None  # wins over the top level's (D86)
     merge_gate: MergeGateSettings | None = None  # replaces the global one here (D85)
+    exclusions: ExclusionSettings | None = None  # layered on the top level's (D87)
 
     @field_validator("notify_to")
     @classmethod
@@ -284,6 +286,7 @@ class KdevConfig(_Strict):
     triage_reviewer: Literal["reviewer"] | Reviewer | None = None
     review_post: ReviewPostSettings = Field(default_factory=ReviewPostSettings)  # D86
     merge_gate: MergeGateSettings = Field(default_factory=MergeGateSettings)  # D85
+    exclusions: ExclusionSettings = Field(default_factory=ExclusionSettings)  # D87
 
     @field_validator("recipients")
     @classmethod

@@ -2,7 +2,9 @@
 
 The process, its flags and environment: :mod:`wrapper.git.process`; reads, exports and
 worktrees: :mod:`wrapper.git.repo`; the review tree written from git's objects:
-:mod:`wrapper.git.export`; merge and push: :mod:`wrapper.git.publish`.
+:mod:`wrapper.git.export`; merge and push: :mod:`wrapper.git.publish`; what the
+exclusions read (diff entries, blob starts, a tree's gitattributes, one file of a
+tree): :mod:`wrapper.git.facts`.
 
 Why it is built this way: docs/decisions.md D15.
 
@@ -36,6 +38,7 @@ one-line message (git's last stderr line, credentials redacted):
 - ``ConfigError`` ``remote_missing``: :meth:`Git.remote_url` of an unknown remote
 - ``KdevError`` ``push_failed``: :meth:`Git.push_commit` failed for another reason than
   a rejection (a rejected push is a :class:`PushResult`, not an error)
+- ``KdevError`` ``not_a_file``: :meth:`Git.file_at` found a directory or a link there
 - ``KdevError`` ``git_failed`` / ``git_timed_out`` / ``git_not_found``: anything else
 """
 

@@ -149,15 +149,17 @@ class GitProcess:
         error: type[KdevError] = KdevError,
         reason: str = "git_failed",
         what: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
-        """Runs ``git <config> args``; an exit code outside ``ok_codes`` raises ``error``."""
+        """Runs ``git <config> args``; an exit code outside ``ok_codes`` raises ``error``.
+        ``env`` adds variables for this call only (a throwaway ``GIT_INDEX_FILE``)."""
         argv = ["git", *GIT_CONFIG_ARGS, *args]
         label = what or f"git {args[0]}"
         try:
             proc = subprocess.Popen(
                 argv,
                 cwd=self.repo_dir,
-                env=self._env,
+                env=self._env if env is None else {**self._env, **env},
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from wrapper.errors import ConfigError, FetchError, WorktreeError
 from wrapper.git.export import EXPORT_CONFIG_ARGS, BlobReader, ExportReport, write_tree
+from wrapper.git.facts import GitFacts
 from wrapper.git.process import (
     FULL_SHA_RE,
     check_option_safe,
@@ -17,7 +18,7 @@ from wrapper.git.process import (
 from wrapper.git.publish import GitPublish
 
 
-class Git(GitPublish):
+class Git(GitPublish, GitFacts):
     """git, run against ``repo_dir`` (a checkout or a bare repository).
 
     ``env`` is the base environment (default: this process's); the forced variables are
