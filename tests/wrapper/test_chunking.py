@@ -74,9 +74,7 @@ def diff(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Many hunks in one file, a long new file, a rename, a deletion, a binary, Unicode
     and a last line without a newline."""
     root = tmp_path_factory.mktemp("chunks")
-    edited = "".join(
-        f"changed {n} é\n" if n % 40 == 0 else f"line {n}\n" for n in range(1, 1201)
-    )
+    edited = "".join(f"changed {n} é\n" if n % 40 == 0 else f"line {n}\n" for n in range(1, 1201))
     base = {
         "a/many.txt": numbered(1200),
         "b/old.txt": numbered(30, "kept"),
@@ -160,9 +158,7 @@ def test_a_file_too_big_alone_is_split_and_keeps_its_header(diff: str) -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(budget=st.integers(min_value=400, max_value=40_000))
-def test_any_budget_keeps_every_line_once_in_order_under_the_budget(
-    diff: str, budget: int
-) -> None:
+def test_any_budget_keeps_every_line_once_in_order_under_the_budget(diff: str, budget: int) -> None:
     checked(diff, budget)
 
 
@@ -228,9 +224,7 @@ def test_merged_round_dedupes_findings_and_blocks_on_a_p2() -> None:
 def test_merged_round_approves_on_p3_only_and_keeps_a_legs_request() -> None:
     approve = merge_chunks([leg(0, ("a",), finding("a", "P3"))], chunk_count=1)
     assert isinstance(approve, MergedRound) and approve.verdict == APPROVE
-    prose = merge_chunks(
-        [leg(0, ("a",)), leg(1, ("b",), verdict=REQUEST_CHANGES)], chunk_count=2
-    )
+    prose = merge_chunks([leg(0, ("a",)), leg(1, ("b",), verdict=REQUEST_CHANGES)], chunk_count=2)
     assert isinstance(prose, MergedRound) and prose.verdict == REQUEST_CHANGES
 
 
