@@ -170,6 +170,22 @@ def test_a_line_too_big_alone_refuses_the_plan(tmp_path: Path) -> None:
     assert "[chunk_too_large]" in refusal.message
 
 
+def test_a_header_too_big_for_a_leg_refuses_the_plan(tmp_path: Path) -> None:
+    deep = "/".join(c * 100 for c in "defgh")
+    text = diff_of(tmp_path, {}, {deep: numbered(400)})
+    refusal = plan_chunks(text, 700)
+    assert isinstance(refusal, ChunkRefusal)
+    assert refusal.reason == CHUNK_TOO_LARGE and refusal.path == deep
+    assert "header alone" in refusal.detail
+
+
+def test_a_malformed_hunk_header_in_a_split_file_is_a_diff_error(diff: str) -> None:
+    broken = diff.replace("@@ -0,0 +1,3000 @@", "@@ -0,0 +one @@")
+    assert broken != diff
+    with pytest.raises(DiffError):
+        plan_chunks(broken, 1_000)
+
+
 def test_a_budget_the_file_list_fills_is_refused(tmp_path: Path) -> None:
     files: dict[str, str | bytes] = {f"dir/file_{n:03}.txt": numbered(20) for n in range(60)}
     text = diff_of(tmp_path, {}, files)

@@ -130,10 +130,9 @@ def sections(diff: str) -> Iterator[_Section]:
         header_end = hunk_starts[0] if hunk_starts else end
         bounds = [*hunk_starts, end]
         hunks = tuple(zip(bounds, bounds[1:], strict=False))
-        paths = list(parse_diff(diff[start:header_end]))
-        if len(paths) != 1:
-            raise DiffError(diff.count("\n", 0, start) + 1, "a file header without a path")
-        yield _Section(paths[0], start, header_end, hunks, end)
+        # The header alone names the file (a section has exactly one "diff --git").
+        path = next(iter(parse_diff(diff[start:header_end])))
+        yield _Section(path, start, header_end, hunks, end)
 
 
 def _split_hunk(
