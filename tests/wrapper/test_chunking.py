@@ -252,3 +252,41 @@ def test_a_missing_or_repeated_chunk_is_refused() -> None:
     assert isinstance(repeated, MergeRefusal) and repeated.reason == CHUNK_REPEATED
     stray = merge_chunks([leg(0, ("a",)), leg(5, ("b",))], chunk_count=1)
     assert isinstance(stray, MergeRefusal) and stray.reason == CHUNK_MISSING
+
+
+lines_ = st.lists(
+    st.sampled_from(["alpha\n", "beta é\n", "", "gamma 日本\n", "delta\n", "x" * 300 + "\n"]),
+    max_size=60,
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    old=st.lists(lines_, min_size=1, max_size=3),
+    new=st.lists(lines_, min_size=1, max_size=3),
+    tail=st.booleans(),
+    budget=st.integers(min_value=300, max_value=3_000),
+)
+def test_any_real_diff_splits_into_valid_chunks_losing_no_line(
+    tmp_path_factory: pytest.TempPathFactory,
+    old: list[list[str]],
+    new: list[list[str]],
+    tail: bool,
+    budget: int,
+) -> None:
+    root = tmp_path_factory.mktemp("prop")
+    for side, files in (("old", old), ("new", new)):
+        for number, lines in enumerate(files):
+            text = "".join(lines) + ("no newline" if tail and side == "new" else "")
+            (root / side).mkdir(exist_ok=True)
+            (root / side / f"f{number}.txt").write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        ["git", "diff", "--no-index", "old", "new"], cwd=root, env=GIT_ENV, capture_output=True
+    )
+    assert done.returncode in (0, 1), done.stderr
+    text = done.stdout.decode("utf-8")
+    plan = plan_chunks(text, budget)
+    if isinstance(plan, ChunkRefusal):  # only a line no leg can hold is refused
+        assert plan.reason in (CHUNK_TOO_LARGE, BUDGET_TOO_SMALL)
+        return
+    checked(text, budget)
