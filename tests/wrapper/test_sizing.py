@@ -57,6 +57,7 @@ def test_the_estimate_of_a_whole_covers_its_parts(left: str, right: str) -> None
         ("gpt-4o-mini", "gpt-4o"),
         ("openai/gpt-4.1-mini", "gpt-4.1"),
         ("o3-mini", "o-series"),
+        ("o1-mini-2024-09-12", "o1-mini"),
         ("gpt-5", "gpt-5"),
         ("claude-sonnet-4-5", "claude"),
         ("Gemini-2.5-pro", "gemini"),

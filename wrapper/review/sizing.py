@@ -91,6 +91,13 @@ FAMILIES: tuple[Family, ...] = (
         "OpenAI model pages for o1, o3 and o4-mini: 200,000-token context window",
     ),
     Family(
+        "o1-mini",
+        ("o1-mini",),
+        128_000,
+        64_000,
+        "OpenAI model page for o1-mini: 128,000-token context window",
+    ),
+    Family(
         "gpt-5",
         ("gpt-5",),
         400_000,
