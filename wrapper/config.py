@@ -36,6 +36,7 @@ from wrapper.config_notify import NotifyTarget as NotifyTarget
 from wrapper.config_notify import WebhookTarget as WebhookTarget
 from wrapper.config_notify import default_notify as default_notify
 from wrapper.config_review import ReviewPostSettings
+from wrapper.config_sizing import SizePolicy
 from wrapper.errors import ConfigError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -287,6 +288,7 @@ class KdevConfig(_Strict):
     review_post: ReviewPostSettings = Field(default_factory=ReviewPostSettings)  # D86
     merge_gate: MergeGateSettings = Field(default_factory=MergeGateSettings)  # D85
     exclusions: ExclusionSettings = Field(default_factory=ExclusionSettings)  # D87
+    size_policy: SizePolicy = Field(default_factory=SizePolicy)  # D89
 
     @field_validator("recipients")
     @classmethod
