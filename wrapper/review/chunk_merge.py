@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from wrapper.refusal import Refusal
 from wrapper.review.findings_contract import (
     APPROVE,
     REQUEST_CHANGES,
@@ -47,13 +48,10 @@ class MergedRound:
 
 
 @dataclass(frozen=True)
-class MergeRefusal:
-    reason: str
-    detail: str
+class MergeRefusal(Refusal):
+    """Why the chunks' results do not make one round."""
 
-    @property
-    def message(self) -> str:
-        return f"the chunked round cannot be merged: {self.detail} [{self.reason}]"
+    WHAT = "the chunked round cannot be merged"
 
 
 def merge_chunks(results: Sequence[ChunkResult], chunk_count: int) -> MergedRound | MergeRefusal:

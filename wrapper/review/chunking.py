@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from wrapper.refusal import Refusal
 from wrapper.review.anchoring import DiffError, parse_diff
 from wrapper.review.sizing import estimate_span, estimate_tokens
 
@@ -88,16 +89,12 @@ class ChunkPlan:
 
 
 @dataclass(frozen=True)
-class ChunkRefusal:
+class ChunkRefusal(Refusal):
     """Why a diff cannot be cut under the budget: a reason code and one line."""
 
-    reason: str
-    detail: str
-    path: str | None = None
+    WHAT = "the diff cannot be split under the prompt limit"
 
-    @property
-    def message(self) -> str:
-        return f"the diff cannot be split under the prompt limit: {self.detail} [{self.reason}]"
+    path: str | None = None
 
 
 @dataclass(frozen=True)

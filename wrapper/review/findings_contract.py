@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from markdown_it import MarkdownIt
 
+from wrapper.refusal import Refusal
 from wrapper.review.verdict_grammar import parse_verdict
 
 VERSION_KEY = "kdev_findings"
@@ -135,15 +136,10 @@ class ParsedReview:
 
 
 @dataclass(frozen=True)
-class ContractFailure:
+class ContractFailure(Refusal):
     """Why a reviewer's output is refused: a reason code and one line of detail."""
 
-    reason: str
-    detail: str
-
-    @property
-    def message(self) -> str:
-        return f"reviewer output breaks the findings contract: {self.detail} [{self.reason}]"
+    WHAT = "reviewer output breaks the findings contract"
 
 
 class _Malformed(Exception):
