@@ -222,10 +222,22 @@ def test_a_body_with_a_secret_is_posted_on_no_path(
     assert bench.ledger().posted_comment_ids(REPO) == frozenset()
 
 
-_WRITES = {"post_issue_comment", "post_line_comment", "post_rest"}
+_WRITES = {"post_issue_comment", "post_line_comment", "post_rest", "create_review", "create_status"}
 # Where a write is defined rather than used: the generic POST of kdev's own GitHub calls
 # (gh_reviews.py: reviews with line comments and statuses, issue 27).
 _DEFINES_WRITES = {"gh.py", "gh_reviews.py"}
+# The two writes that carry several bodies or none, each called in one module only: a
+# round's review, whose every body round_post prepares with wrapper.post.prepare_gated
+# (the gate's steps 1-2) before the one POST, and whose ids it records after
+# (tests/wrapper/test_round_post.py: a secret in a finding posts nothing); and the merge
+# gate's commit status, fixed text of ours checked by the secret canary
+# (tests/wrapper/test_merge_gate.py). Any other caller fails the scan.
+_GATED_IN = {"create_review": "review/round_post.py", "create_status": "review/merge_gate.py"}
+
+
+def _write_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def _write_call(node: ast.AST) -> bool:
@@ -273,10 +285,14 @@ def test_nothing_in_the_wrapper_posts_a_body_around_the_gate() -> None:
         tree = ast.parse(source.read_text(), str(source))
         sends = _gated_sends(tree)
         allowed = {node for send in sends for node in ast.walk(send)}
+        where = str(source.relative_to(root))
         for node in ast.walk(tree):
             if _write_call(node):
                 calls += 1
+                assert isinstance(node, ast.Call)
+                if _GATED_IN.get(_write_name(node)) == where:
+                    continue
                 if source.name not in {"post.py", *_DEFINES_WRITES} and node not in allowed:
-                    outside.append(f"{source.relative_to(root)}:{node.lineno}")
+                    outside.append(f"{where}:{node.lineno}")
     assert calls >= 2  # the scan sees the gate's own writes
     assert outside == []
