@@ -106,9 +106,12 @@ def test_a_scripted_five_minute_run_logs_each_run_twice_and_nothing_else(
     engine.dispose()
 
     run_lines = [r for r in records if r.get("phase") in ("start", "end")]
-    # From the first run line to the stop (SIGTERM), every line is a run line: between
+    # From the first run line (or the start-up line, if later) to the stop (SIGTERM),
+    # every line is a run line: between
     # runs, and beside them, nothing. After the stop, runs still draining may end.
-    first_run = records.index(run_lines[0])
+    # The engine's own start-up lines may come after the first runs it fires.
+    started = next(i for i, r in enumerate(records) if r["message"].endswith(" running"))
+    first_run = max(records.index(run_lines[0]), started + 1)
     stop = next(i for i, r in enumerate(records) if r["message"].startswith("signal 15"))
     between = [r for r in records[first_run:stop] if r.get("phase") not in ("start", "end")]
     assert between == [], between
