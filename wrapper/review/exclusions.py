@@ -282,3 +282,13 @@ def format_exclusions(decisions: Iterable[Decision]) -> list[str]:
     """One line per excluded path, ``path (rule: detail)``, in the order given: what the
     verdict header and the review summary list."""
     return [f"{d.path} ({d.rule}: {d.detail})" for d in decisions if not d.reviewed]
+
+
+def exclusions_header(decisions: Iterable[Decision]) -> str:
+    """The block that opens a verdict with exclusions: ``Not reviewed (excluded, N):``
+    then one ``- path (rule: detail)`` line each; "" when nothing is excluded."""
+    lines = format_exclusions(decisions)
+    if not lines:
+        return ""
+    listed = "".join(f"- {line}\n" for line in lines)
+    return f"Not reviewed (excluded, {len(lines)}):\n{listed}"

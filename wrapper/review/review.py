@@ -194,10 +194,10 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
         max_age=leftover_age(ctx.config),
         own_dir=ctx.ledger.pr_dir(req.repo, req.pr),
     )
-    patch = patch_of_head(req, pr, git)
+    patch = patch_of_head(req, pr, git, ctx.config)
     if isinstance(patch, ReviewReport):
         return patch
-    patch_id, diff = patch
+    patch_id, info = patch
 
     # 3. Dedup (--force forgets this diff's verdict, but only under the lock in step 6).
     existing = None if req.force else ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
@@ -238,4 +238,4 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
                     log.info("--force: forgot patch %s (%d index entries)", patch_id, removed)
                 ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             gate.running()
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, diff)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, info)
