@@ -22,8 +22,8 @@ from wrapper.ledger.ledger import IndexEntry, VerdictRecord
 from wrapper.ledger.leftovers import make_scratch
 from wrapper.notify import failure_notification
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
-from wrapper.review.findings import Finding
 from wrapper.review.exclusions import exclusions_header
+from wrapper.review.findings import Finding
 from wrapper.review.patch_id import BASE_REF_PREFIX, PatchInfo
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
