@@ -8,7 +8,8 @@ The workflow (docs/decisions.md D5), one named step each, in this order:
                       unreadable metadata -> GitHubFailed (exit 17) and a FAILURE notice
 2. patch-id           fetch base + refs/pull/N/head, and --head-sha by SHA if missing
                       (cannot be had -> skipped_stale_head, nothing recorded); patch-id
-                      (--verbatim) of base...head-sha; empty -> skipped
+                      (--verbatim) of base...head-sha, trusted exclusions left out (D87);
+                      empty -> skipped; every path excluded -> skipped_all_excluded
 3. dedup              a verdict for this patch-id exists -> carried_forward (no reviewer)
 4. budget gate        daily legs per repo, rounds per PR, concurrency slots -> deferred_budget
 5. freshness          the PR's head moved on -> skipped_stale_head
