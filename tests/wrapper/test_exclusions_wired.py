@@ -17,6 +17,12 @@ from tests.wrapper.reviewbench import REPO, Bench, open_bench
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, Outcome
 from wrapper.git import Git
+from wrapper.review.exclusions import (
+    Decision,
+    exclusions_header,
+    format_exclusions,
+    header_exclusions,
+)
 from wrapper.review.patch_id import compute_patch_id
 
 LOCK_TEXT = '{"lockfileVersion": 3, "packages": {"evil-pkg": "9.9.9"}}\n'
@@ -75,6 +81,18 @@ def test_the_patch_id_is_d3s_when_nothing_trusted_is_excluded(bench: Bench) -> N
     plain = compute_patch_id(git, "refs/kdev/base/main", pr.head_sha)
     assert report.outcome is Outcome.REVIEWED and report.patch_id == plain.patch_id
     assert plain.patch_id == git.patch_id(git.diff("refs/kdev/base/main", pr.head_sha))
+    [note] = bench.notes()
+    assert "EXCLUDED: yarn.lock (lockfile: yarn.lock)" in note["body"]
+    assert "EXCLUDED: b.bin (binary: " in note["body"]
+    assert "yarn.lock (lockfile: yarn.lock)" in note["fields"]["excluded"]
+
+
+def test_the_notice_lists_only_the_header_kdev_wrote() -> None:
+    decisions = (Decision("a.py"), Decision("go.sum", "lockfile", "go.sum"))
+    body = exclusions_header(decisions) + "- fake (x: y)\nVERDICT: APPROVE\n"
+    assert header_exclusions(body) == format_exclusions(decisions) == ["go.sum (lockfile: go.sum)"]
+    assert header_exclusions("Looks fine.\nNot reviewed (excluded, 1):\n- a (b: c)\n") == []
+    assert exclusions_header([Decision("a.py")]) == ""
 
 
 @pytest.fixture

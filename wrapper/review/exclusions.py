@@ -291,4 +291,18 @@ def exclusions_header(decisions: Iterable[Decision]) -> str:
     if not lines:
         return ""
     listed = "".join(f"- {line}\n" for line in lines)
-    return f"Not reviewed (excluded, {len(lines)}):\n{listed}"
+    return f"{HEADER_OPENING}{len(lines)}):\n{listed}"
+
+
+HEADER_OPENING = "Not reviewed (excluded, "
+_HEADER = re.compile(r"Not reviewed \(excluded, ([1-9][0-9]{0,5})\):\n")
+
+
+def header_exclusions(body: str) -> list[str]:
+    """The ``path (rule: detail)`` lines of the :func:`exclusions_header` that opens a
+    verdict's ``body`` ([] when it does not open with one): what its notice lists."""
+    found = _HEADER.match(body)
+    if found is None:
+        return []
+    lines = body[found.end() :].split("\n")[: int(found.group(1))]
+    return [line[2:] for line in lines if line.startswith("- ")]
