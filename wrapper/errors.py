@@ -36,6 +36,7 @@ class Outcome(enum.StrEnum):
     CARRIED_FORWARD = "carried_forward"  # a verdict for this patch-id existed; no leg
     SKIPPED_FORK = "skipped_fork"  # metadata says cross-repository, or the head repo is null
     SKIPPED_EMPTY_DIFF = "skipped_empty_diff"  # base...head has no changes
+    SKIPPED_ALL_EXCLUDED = "skipped_all_excluded"  # every changed path is excluded (D87)
     DEFERRED_BUDGET = "deferred_budget"  # over a budget; a deferred:budget marker was written
     SKIPPED_STALE_HEAD = "skipped_stale_head"  # the PR moved on, or --head-sha cannot be had
     SKIPPED_SELF_COMMENT = "skipped_self_comment"  # --comment-id is a comment kdev posted

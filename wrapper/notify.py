@@ -124,10 +124,17 @@ def _pr_notice(
 
 
 def verdict_notification(
-    repo: str, pr: int, verdict: str, pr_url: str, head_sha: str, artifact: str | Path
+    repo: str,
+    pr: int,
+    verdict: str,
+    pr_url: str,
+    head_sha: str,
+    artifact: str | Path,
+    excluded: Sequence[str] = (),
 ) -> Notification:
     """``PR review: {repo} #{pr} {VERDICT}``; body: the verdict file's header lines
-    (verdict, PR number, PR URL, head) and the artifact."""
+    (verdict, PR number, PR URL, head), the artifact, and one ``EXCLUDED: path (rule:
+    detail)`` line per path the reviewer did not read (D87; also the ``excluded`` field)."""
     body = "\n".join(
         (
             f"VERDICT: {verdict}",
@@ -135,11 +142,13 @@ def verdict_notification(
             f"PR_URL: {pr_url}",
             f"HEAD_SHA: {head_sha}",
             f"ARTIFACT: {artifact}",
+            *(f"EXCLUDED: {line}" for line in excluded),
         )
     )
-    return _pr_notice(
-        repo, pr, head_sha, verdict, body, verdict=verdict, pr_url=pr_url, artifact=str(artifact)
-    )
+    fields: dict[str, Any] = {"verdict": verdict, "pr_url": pr_url, "artifact": str(artifact)}
+    if excluded:
+        fields["excluded"] = list(excluded)
+    return _pr_notice(repo, pr, head_sha, verdict, body, **fields)
 
 
 def failure_notification(

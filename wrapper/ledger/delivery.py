@@ -27,6 +27,7 @@ from wrapper.ledger.ledger import Ledger, VerdictRecord, check_sha
 from wrapper.notify import verdict_notification
 from wrapper.post import post_comment
 from wrapper.review.context import notify
+from wrapper.review.exclusions import header_exclusions
 
 if TYPE_CHECKING:
     from wrapper.review.context import ReviewContext, ReviewRequest
@@ -173,8 +174,9 @@ def deliver(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> st
     details: list[str] = []
 
     def notice() -> None:
+        excluded = header_exclusions(record.body)  # D87: the lines its header lists
         note = verdict_notification(
-            repo, pr, record.verdict, record.pr_url, record.head_sha, str(path)
+            repo, pr, record.verdict, record.pr_url, record.head_sha, str(path), excluded
         )
         notify(ctx, req, note)
 

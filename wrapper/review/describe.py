@@ -57,10 +57,11 @@ def describe_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
     pr_url = req.pr_url or pr.html_url
 
     git = Git(req.checkout)
-    patch = patch_of_head(req, pr, git)
+    patch = patch_of_head(req, pr, git, ctx.config)
     if isinstance(patch, ReviewReport):
         return patch
-    patch_id, diff = patch
+    patch_id, info = patch
+    diff = info.diff  # a description reads the whole diff, as before D87
 
     budgets = ctx.config.budgets
     over = over_budget(ctx, req, pr_url, patch_id, marker=False)

@@ -282,3 +282,27 @@ def format_exclusions(decisions: Iterable[Decision]) -> list[str]:
     """One line per excluded path, ``path (rule: detail)``, in the order given: what the
     verdict header and the review summary list."""
     return [f"{d.path} ({d.rule}: {d.detail})" for d in decisions if not d.reviewed]
+
+
+def exclusions_header(decisions: Iterable[Decision]) -> str:
+    """The block that opens a verdict with exclusions: ``Not reviewed (excluded, N):``
+    then one ``- path (rule: detail)`` line each; "" when nothing is excluded."""
+    lines = format_exclusions(decisions)
+    if not lines:
+        return ""
+    listed = "".join(f"- {line}\n" for line in lines)
+    return f"{HEADER_OPENING}{len(lines)}):\n{listed}"
+
+
+HEADER_OPENING = "Not reviewed (excluded, "
+_HEADER = re.compile(r"Not reviewed \(excluded, ([1-9][0-9]{0,5})\):\n")
+
+
+def header_exclusions(body: str) -> list[str]:
+    """The ``path (rule: detail)`` lines of the :func:`exclusions_header` that opens a
+    verdict's ``body`` ([] when it does not open with one): what its notice lists."""
+    found = _HEADER.match(body)
+    if found is None:
+        return []
+    lines = body[found.end() :].split("\n")[: int(found.group(1))]
+    return [line[2:] for line in lines if line.startswith("- ")]

@@ -7,6 +7,7 @@ import logging
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,8 +22,9 @@ from wrapper.ledger.ledger import IndexEntry, VerdictRecord
 from wrapper.ledger.leftovers import make_scratch
 from wrapper.notify import failure_notification
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
+from wrapper.review.exclusions import exclusions_header
 from wrapper.review.findings import Finding
-from wrapper.review.patch_id import BASE_REF_PREFIX
+from wrapper.review.patch_id import BASE_REF_PREFIX, PatchInfo
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
 from wrapper.review.sandbox import resolve_sandbox
@@ -95,11 +97,16 @@ def run_leg(
     pr_url: str,
     git: Git,
     patch_id: str,
-    diff: str,
+    info: PatchInfo,
 ) -> ReviewReport:
-    """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune."""
+    """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune. The
+    reviewer reads the reviewed paths' diff and the list of the excluded ones (D87); the
+    verdict opens with that list."""
+    excluded = info.exclusions.excluded if info.exclusions is not None else ()
     with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
-        data = prompt_input(req, pr, req.head_sha, diff, pr_url)
+        data = replace(
+            prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
+        )
         result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id)
         record = VerdictRecord(
             verdict=result.verdict,
@@ -109,7 +116,7 @@ def run_leg(
             base=pr.base_ref,
             reviewed_at=ctx.clock(),
             model=result.model,
-            body=result.body,
+            body=_with_header(exclusions_header(excluded), result.body),
             pr=req.pr,
         )
         path = _record_verdict(ctx, req, record, round_payload)
@@ -123,6 +130,10 @@ def run_leg(
         artifact=str(path),
         detail=detail,
     )
+
+
+def _with_header(header: str, body: str) -> str:
+    return f"{header}\n{body}" if header else body
 
 
 def _review(

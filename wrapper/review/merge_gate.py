@@ -6,9 +6,10 @@ decides, so branch protection can require kdev's verdict.
                                      failure   changes requested by kdev (anything else)
     a leg starts                     pending   review running
     deferred_budget                  pending   review deferred (BUDGET: COUNT/LIMIT)
+    skipped_all_excluded             failure   nothing reviewed: every path excluded (D87)
     a KdevError out of review_pr     error     kdev failed: REASON (the reason code only)
     an error that is no KdevError    error     kdev failed: internal_error
-    skipped_*                        (none)
+    other skipped_*                  (none)
 
 A carried-forward verdict (a base merge, an update-branch cascade: the same diff at a
 new head) sets the same state on the new head, without a leg. The descriptions hang on
@@ -49,6 +50,7 @@ STATUS_POST_FAILED = "merge_gate_post_failed"
 APPROVED = "approved by kdev"
 CHANGES_REQUESTED = "changes requested by kdev"
 RUNNING = "review running"
+NOTHING_REVIEWED = "nothing reviewed: every path excluded"
 
 log = logging.getLogger("kdev.review")
 
@@ -135,6 +137,8 @@ def shown_for(report: ReviewReport) -> tuple[GateState, str] | None:
         return "failure", CHANGES_REQUESTED  # fail closed: only APPROVE is green
     if report.outcome is Outcome.DEFERRED_BUDGET:
         return "pending", f"review deferred ({report.detail})"
+    if report.outcome is Outcome.SKIPPED_ALL_EXCLUDED:
+        return "failure", NOTHING_REVIEWED  # never green for a diff nobody read
     return None
 
 

@@ -14,10 +14,15 @@ index entry ``head -> patch_id`` exists only if that patch-id was computed from 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wrapper.errors import ConfigError, FetchError
 from wrapper.git import Git
 from wrapper.ledger.ledger import check_sha
+
+if TYPE_CHECKING:
+    from wrapper.config_exclusions import ExclusionsConfig
+    from wrapper.review.exclusion_facts import ExclusionResult
 
 BASE_REF_PREFIX = "refs/kdev/base/"
 PULL_REF_PREFIX = "refs/kdev/pull/"
@@ -31,6 +36,15 @@ class PatchInfo:
     diff: str  # git diff base...head, decoded as UTF-8 with replacement
     head_sha: str  # the commit the head ref points to
     base_sha: str  # the commit the base ref points to (the branch tip, not the merge base)
+    # With exclusions (D87): every path's decision, and the diff of the reviewed paths
+    # only (what the reviewer reads); without, None and ``diff``.
+    exclusions: ExclusionResult | None = None
+    reviewed_diff: str | None = None
+
+    @property
+    def for_reviewer(self) -> str:
+        """The diff the reviewer is given: the reviewed paths' (``diff`` without exclusions)."""
+        return self.diff if self.reviewed_diff is None else self.reviewed_diff
 
 
 def fetch_pr_refs(git: Git, base_branch: str, pr: int, remote: str = "origin") -> tuple[str, str]:
@@ -70,8 +84,19 @@ def fetch_head_commit(git: Git, sha: str, remote: str = "origin") -> bool:
     return git.rev_parse(sha) is not None
 
 
-def compute_patch_id(git: Git, base_ref: str, head_ref: str) -> PatchInfo:
+def compute_patch_id(
+    git: Git,
+    base_ref: str,
+    head_ref: str,
+    config: ExclusionsConfig | None = None,
+    repo: str = "",
+) -> PatchInfo:
     """The patch-id of ``base_ref...head_ref``, with the diff and both commit SHAs.
+
+    With ``config`` (D87), ``repo``'s exclusions are decided from the base tip
+    (:func:`~wrapper.review.exclusion_facts.exclusions_for`) and the patch-id is
+    :func:`~wrapper.review.exclusion_diff.exclusion_patch_id`'s (D3's own when no trusted
+    rule excluded a path); ``ConfigError invalid_exclusions_file`` for a bad base file.
 
     Raises ``FetchError`` ``ref_missing`` when either ref names no commit (the fetch did
     not bring it), and ``KdevError`` ``git_failed`` when git cannot diff them (for
@@ -84,9 +109,36 @@ def compute_patch_id(git: Git, base_ref: str, head_ref: str) -> PatchInfo:
     if base_sha is None:
         raise FetchError(f"{base_ref} names no commit; was it fetched?", "ref_missing")
     raw = git.diff(base_ref, head_ref)
+    if config is not None and raw:
+        return _with_exclusions(git, config, repo, base_ref, head_ref, raw, head_sha, base_sha)
     return PatchInfo(
         patch_id=git.patch_id(raw),
         diff=raw.decode("utf-8", "replace"),
         head_sha=head_sha,
         base_sha=base_sha,
+    )
+
+
+def _with_exclusions(
+    git: Git,
+    config: ExclusionsConfig,
+    repo: str,
+    base_ref: str,
+    head_ref: str,
+    raw: bytes,
+    head_sha: str,
+    base_sha: str,
+) -> PatchInfo:
+    from wrapper.review.exclusion_diff import exclusion_patch_id, reviewed_diff
+    from wrapper.review.exclusion_facts import exclusions_for
+
+    result = exclusions_for(git, config, repo, base_ref, head_ref)
+    reviewed = reviewed_diff(raw, result.decisions) if result.excluded else raw
+    return PatchInfo(
+        patch_id=exclusion_patch_id(raw, result.decisions, git.patch_id),
+        diff=raw.decode("utf-8", "replace"),
+        head_sha=head_sha,
+        base_sha=base_sha,
+        exclusions=result,
+        reviewed_diff=reviewed.decode("utf-8", "replace"),
     )

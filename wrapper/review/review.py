@@ -8,7 +8,8 @@ The workflow (docs/decisions.md D5), one named step each, in this order:
                       unreadable metadata -> GitHubFailed (exit 17) and a FAILURE notice
 2. patch-id           fetch base + refs/pull/N/head, and --head-sha by SHA if missing
                       (cannot be had -> skipped_stale_head, nothing recorded); patch-id
-                      (--verbatim) of base...head-sha; empty -> skipped
+                      (--verbatim) of base...head-sha, trusted exclusions left out (D87);
+                      empty -> skipped; every path excluded -> skipped_all_excluded
 3. dedup              a verdict for this patch-id exists -> carried_forward (no reviewer)
 4. budget gate        daily legs per repo, rounds per PR, concurrency slots -> deferred_budget
 5. freshness          the PR's head moved on -> skipped_stale_head
@@ -194,10 +195,10 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
         max_age=leftover_age(ctx.config),
         own_dir=ctx.ledger.pr_dir(req.repo, req.pr),
     )
-    patch = patch_of_head(req, pr, git)
+    patch = patch_of_head(req, pr, git, ctx.config)
     if isinstance(patch, ReviewReport):
         return patch
-    patch_id, diff = patch
+    patch_id, info = patch
 
     # 3. Dedup (--force forgets this diff's verdict, but only under the lock in step 6).
     existing = None if req.force else ctx.ledger.find_verdict(req.repo, req.pr, patch_id)
@@ -238,4 +239,4 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
                     log.info("--force: forgot patch %s (%d index entries)", patch_id, removed)
                 ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             gate.running()
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, diff)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, info)

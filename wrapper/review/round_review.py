@@ -12,7 +12,7 @@ The verdict is the findings' verdict.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ConfigError, ReviewerFailed
 from wrapper.review.anchoring import Placement, parse_diff, place_all
 from wrapper.review.context import ReviewContext
+from wrapper.review.exclusions import Decision
 from wrapper.review.findings_contract import (
     FINDINGS_INSTRUCTION,
     STRUCTURED_INSTRUCTION,
@@ -67,16 +68,27 @@ def review_with_findings(
     parsed = parse_review(output, structured=structured, head_lines=head_line_counter(worktree))
     if isinstance(parsed, ContractFailure):
         raise ReviewerFailed(f"reviewer {reviewer.model}: {parsed.message}", parsed.reason)
-    payload = round_payload(parsed, data.diff, patch_id, data.head_sha)
+    payload = round_payload(parsed, data.diff, patch_id, data.head_sha, data.excluded)
     return ReviewResult(verdict=parsed.verdict, body=output, model=reviewer.model), payload
 
 
-def round_payload(parsed: ParsedReview, diff: str, patch_id: str, head_sha: str) -> RoundPayload:
-    """The round of ``parsed`` on ``diff``: its summary and line comments, and the
-    summary that lists every finding (for a 422)."""
+def round_payload(
+    parsed: ParsedReview,
+    diff: str,
+    patch_id: str,
+    head_sha: str,
+    excluded: Sequence[Decision] = (),
+) -> RoundPayload:
+    """The round of ``parsed`` on ``diff`` (the reviewed paths'): its summary and line
+    comments, and the summary that lists every finding (for a 422). ``excluded`` (D87)
+    are listed as not reviewed, each with its rule and detail."""
     files = parse_diff(diff)
     reviewed = [path for path, f in files.items() if not f.binary]
-    not_reviewed = [NotReviewed(path, "binary") for path, f in files.items() if f.binary]
+    not_reviewed = [NotReviewed(d.path, f"{d.rule}: {d.detail}") for d in excluded]
+    listed = {d.path for d in excluded}
+    not_reviewed += [
+        NotReviewed(path, "binary") for path, f in files.items() if f.binary and path not in listed
+    ]
     placements = place_all(parsed.findings, files)
     rendered = render_round(parsed, placements, reviewed, not_reviewed)
     in_summary = [_summary_only(p) for p in placements]
