@@ -206,10 +206,18 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
 
     # 4. Budget gate: legs started in the trailing 24 h, rounds per PR, concurrency.
     # (The leg's modules are imported only now: a carry-forward never runs a leg.)
-    from wrapper.review.leg import run_leg
+    # A diff over the prompt limit is one leg per chunk, all counted (D89).
+    from wrapper.review.chunked_leg import plan_or_defer
+    from wrapper.review.leg import prompt_input, run_leg
 
+    sized = plan_or_defer(
+        ctx, req, pr_url, patch_id, prompt_input(req, pr, req.head_sha, diff, pr_url)
+    )
+    if isinstance(sized, ReviewReport):
+        return sized
+    legs = 1 if sized is None else sized.legs
     budgets = ctx.config.budgets
-    over = over_budget(ctx, req, pr_url, patch_id)
+    over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
     if over is not None:
         return over
 
@@ -230,12 +238,13 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
             # Decide and record the leg as one step: concurrent runs for other PRs of
             # the repository cannot both take the last leg of the budget.
             with ctx.ledger.legs_lock(req.repo):
-                over = over_budget(ctx, req, pr_url, patch_id)
+                over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
                 if over is not None:
                     return over
                 if req.force:  # everything that can fail was checked: forget, then review
                     removed = ctx.ledger.remove_patch(req.repo, req.pr, patch_id)
                     log.info("--force: forgot patch %s (%d index entries)", patch_id, removed)
-                ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
+                for _ in range(legs):
+                    ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             gate.running()
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, diff)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, diff, sized)
