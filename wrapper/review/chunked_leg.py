@@ -94,7 +94,7 @@ def size_round(ctx: ReviewContext, data: PromptInput) -> SizedRound | None:
     plan = plan_chunks(data.diff, limit.tokens - overhead)
     if isinstance(plan, ChunkRefusal):
         raise KdevError(
-            f"{plan.message} ({limit.tokens}-token limit, {limit.source}; "
+            f"{plan.WHAT}: {plan.detail} ({limit.tokens}-token limit, {limit.source}; "
             f"{overhead} tokens of prompt without the diff)",
             plan.reason,
         )
@@ -156,7 +156,7 @@ def run_chunked(
         results.append(ChunkResult(chunk.index, chunk.paths, parsed))
     merged = merge_chunks(results, len(chunks))
     if isinstance(merged, MergeRefusal):
-        raise KdevError(merged.message, merged.reason)
+        raise KdevError(f"{merged.WHAT}: {merged.detail}", merged.reason)
     return _merged_result(merged, bodies, reviewer.model, findings_mode, data, patch_id)
 
 
