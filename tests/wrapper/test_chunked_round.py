@@ -52,9 +52,7 @@ def test_a_pr_over_the_limit_is_one_leg_per_chunk_and_one_verdict(
     assert len(list(bench.ledger().pr_dir(REPO, pr.number).glob("*.json"))) >= 1
 
 
-def test_more_chunks_than_max_chunks_defers_as_diff_too_large(
-    bench: Bench, tmp_path: Path
-) -> None:
+def test_more_chunks_than_max_chunks_defers_as_diff_too_large(bench: Bench, tmp_path: Path) -> None:
     where = tmp_path / "prompts"
     where.mkdir()
     pr = bench.sim.open_pr(REPO, "big", FILES)
@@ -71,9 +69,7 @@ def test_more_chunks_than_max_chunks_defers_as_diff_too_large(
     assert "WHY: the diff's estimated" in note["body"]
 
 
-def test_a_budget_short_of_the_chunks_defers_the_whole_round(
-    bench: Bench, tmp_path: Path
-) -> None:
+def test_a_budget_short_of_the_chunks_defers_the_whole_round(bench: Bench, tmp_path: Path) -> None:
     where = tmp_path / "prompts"
     where.mkdir()
     pr = bench.sim.open_pr(REPO, "big", FILES)
@@ -108,9 +104,7 @@ def test_a_line_too_big_for_any_chunk_fails_loud_and_runs_no_leg(
     where.mkdir()
     pr = bench.sim.open_pr(REPO, "wide", {**FILES, "wide.py": "x = '" + "a" * 3000 + "'\n"})
     with pytest.raises(KdevError) as raised:
-        bench.review(
-            pr.number, config=_config(bench), environ={"KDEV_STUB_PROMPTS": str(where)}
-        )
+        bench.review(pr.number, config=_config(bench), environ={"KDEV_STUB_PROMPTS": str(where)})
     assert raised.value.reason == "chunk_too_large"
     assert _prompts(where) == [] and bench.legs() == 0
     [note] = [n for n in bench.notes() if "FAILURE" in n["subject"]]
