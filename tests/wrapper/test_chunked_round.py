@@ -3,6 +3,7 @@ merged into one verdict; too many chunks or too little budget defers the whole r
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,17 +57,19 @@ def test_more_chunks_than_max_chunks_defers_as_diff_too_large(bench: Bench, tmp_
     where = tmp_path / "prompts"
     where.mkdir()
     pr = bench.sim.open_pr(REPO, "big", FILES)
-    config = _config(bench, {"max_chunks": 1})
+    config = _config(bench, {"max_chunks": 1}, merge_gate={"enabled": True})
     report = bench.review(pr.number, config=config, environ={"KDEV_STUB_PROMPTS": str(where)})
     assert report.outcome is Outcome.DEFERRED_BUDGET
-    assert report.detail.startswith("diff_too_large: ")
-    assert "size_policy.max_prompt_tokens" in report.detail
-    assert "size_policy.max_chunks is 1" in report.detail
+    assert re.fullmatch(r"diff_too_large: \d+/1", report.detail)
     assert _prompts(where) == [] and bench.legs() == 0
     [(_, _, marker)] = bench.ledger().list_deferred(REPO)
     assert marker.budget == "diff_too_large" and marker.reopens_at is not None
     [note] = [n for n in bench.notes() if "DEFERRED" in n["subject"]]
-    assert "WHY: the diff's estimated" in note["body"]
+    why = next(line for line in note["body"].splitlines() if line.startswith("WHY: "))
+    assert "the diff's estimated" in why and "(size_policy.max_prompt_tokens)" in why
+    assert "size_policy.max_chunks is 1" in why
+    assert report.merge_gate["state"] == "pending"
+    assert report.merge_gate["description"] == f"review deferred ({report.detail})"
 
 
 def test_a_budget_short_of_the_chunks_defers_the_whole_round(bench: Bench, tmp_path: Path) -> None:

@@ -28,7 +28,8 @@ def defer(
     why: str | None = None,
 ) -> ReviewReport:
     """Step 4, over budget: a ``deferred:budget`` marker and a notice, never a silent drop
-    (``why``: a line saying more, in the notice and the report: ``diff_too_large``).
+    (``why``: a line saying more, in the notice only: the report's detail is also the
+    merge gate's description, which GitHub caps at 140 characters).
 
     ``marker`` False (``kdev describe-pr``) sends the notice only: a marker would make
     ``kdev pr-sweep`` retry a *review* of the head."""
@@ -57,7 +58,7 @@ def defer(
     return req.report(
         Outcome.DEFERRED_BUDGET,
         patch_id=patch_id,
-        detail=f"{budget}: {count}/{limit}" + (f" ({why})" if why else ""),
+        detail=f"{budget}: {count}/{limit}",
     )
 
 
