@@ -171,19 +171,22 @@ def deferred_notification(
     reopens_at: datetime | None,
     pr_url: str,
     head_sha: str,
+    why: str | None = None,
 ) -> Notification:
     """``PR review: {repo} #{pr} DEFERRED``: over ``budget`` (``count`` of ``limit``);
-    ``reopens_at`` None means the budget reopens when a running leg ends."""
+    ``reopens_at`` None means the budget reopens when a running leg ends; ``why``, a
+    line saying more (``diff_too_large``: the estimate, the limit and the setting)."""
     reopens = reopens_at.isoformat() if reopens_at is not None else None
-    body = "\n".join(
-        (
-            f"DEFERRED: budget {budget} ({count}/{limit})",
-            f"REOPENS_AT: {reopens or 'when a running leg ends'}",
-            f"PR: {pr}",
-            f"PR_URL: {pr_url}",
-            f"HEAD_SHA: {head_sha}",
-        )
-    )
+    lines = [
+        f"DEFERRED: budget {budget} ({count}/{limit})",
+        f"REOPENS_AT: {reopens or 'when a running leg ends'}",
+        f"PR: {pr}",
+        f"PR_URL: {pr_url}",
+        f"HEAD_SHA: {head_sha}",
+    ]
+    if why:
+        lines.insert(1, f"WHY: {why}")
+    body = "\n".join(lines)
     fields = {
         "outcome": "deferred_budget",
         "budget": budget,

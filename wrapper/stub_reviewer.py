@@ -15,6 +15,8 @@ Environment (allow-list these names in ``reviewer_env`` so they reach the stub):
 
 - ``KDEV_STUB_SLEEP``: seconds (float) to sleep first, for concurrency and timeout tests
 - ``KDEV_STUB_EXIT``: exit with this code, printing no verdict, for failure tests
+- ``KDEV_STUB_PROMPTS``: a directory each prompt is also written to (``prompt-N.txt``),
+  for tests that check what each leg was sent (chunked rounds, D89)
 
 Prefer ``python -P -m wrapper.stub_reviewer``: the reviewer's working directory is the
 PR's worktree, and ``-P`` keeps Python from importing modules from it.
@@ -127,6 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             prompt = prompt_file.read()
     else:
         prompt = sys.stdin.read()
+    keep = os.environ.get("KDEV_STUB_PROMPTS")
+    if keep:
+        number = len(list(os.scandir(keep)))
+        with open(os.path.join(keep, f"prompt-{number}.txt"), "x", encoding="utf-8") as out:
+            out.write(prompt)
     print(stub_findings(prompt) if asked_for_findings(prompt) else stub_review(prompt))
     return 0
 

@@ -109,3 +109,20 @@ def test_the_budget_decides_over_the_legs_the_ledger_recorded(tmp_path: Path) ->
     decision = decide_budget(budgets(per_repo=2), legs, PR, NOW)
     assert (decision.allowed, decision.count) == (False, 2)
     assert decision.reopens_at == NOW + hours(14)
+
+
+def test_a_chunked_round_needs_room_for_all_its_legs_and_reopens_when_they_fit() -> None:
+    # D89: a round of 3 chunk legs runs whole or not at all.
+    legs = [leg(hours(1)), leg(hours(5)), leg(hours(20), pr=8)]
+    assert decide_budget(budgets(per_repo=6), legs, PR, NOW, legs=3).allowed is True
+    decision = decide_budget(budgets(per_repo=5), legs, PR, NOW, legs=3)
+    assert decision.allowed is False and decision.budget == "daily_legs_per_repo"
+    # Room for 3 once the oldest leg (20 h ago) has left the window.
+    assert decision.reopens_at == NOW - hours(20) + WINDOW
+    assert decide_budget(budgets(per_repo=5), legs, PR, NOW, legs=2).allowed is True
+
+
+def test_a_chunked_round_larger_than_the_limit_is_rechecked_daily() -> None:
+    decision = decide_budget(budgets(per_repo=50, per_pr=2), [], PR, NOW, legs=3)
+    assert decision.allowed is False and decision.budget == "daily_rounds_per_pr"
+    assert decision.reopens_at == NOW + WINDOW

@@ -44,19 +44,21 @@ def _in_window(legs: Sequence[LegRecord], now: datetime) -> list[datetime]:
     return sorted(leg.started_at for leg in legs if leg.started_at > now - WINDOW)
 
 
-def _reopens_at(starts: list[datetime], limit: int, now: datetime) -> datetime:
-    """When fewer than ``limit`` of ``starts`` remain in the window; for a limit of 0,
-    which never has room, a day from ``now`` (re-checked daily, never dropped)."""
-    if limit == 0:
+def _reopens_at(starts: list[datetime], limit: int, now: datetime, legs: int = 1) -> datetime:
+    """When ``legs`` more fit beside ``starts`` under ``limit``; for a limit below
+    ``legs`` (0 included), which never has room, a day from ``now`` (re-checked daily,
+    never dropped)."""
+    if limit < legs:
         return now + WINDOW
-    # The window has room again once count - limit + 1 of the oldest legs have left it.
-    return starts[len(starts) - limit] + WINDOW
+    # The window has room again once count - limit + legs of the oldest have left it.
+    return starts[len(starts) - limit + legs - 1] + WINDOW
 
 
 def decide_budget(
-    budgets: Budgets, repo_legs: Sequence[LegRecord], pr: int, now: datetime
+    budgets: Budgets, repo_legs: Sequence[LegRecord], pr: int, now: datetime, legs: int = 1
 ) -> BudgetDecision:
-    """May a leg for ``pr`` start at ``now``, given every leg of the repository?
+    """May a leg (``legs``: a chunked round's legs, all or none, D89) for ``pr`` start at
+    ``now``, given every leg of the repository?
 
     ``repo_legs`` are the repository's legs (``Ledger.legs_since(repo, now - WINDOW)``);
     the PR's are those with ``leg.pr == pr``. When a budget is exhausted the decision
@@ -71,14 +73,14 @@ def decide_budget(
         (DAILY_LEGS_PER_REPO, repo_starts, budgets.daily_legs_per_repo),
         (DAILY_ROUNDS_PER_PR, pr_starts, budgets.daily_rounds_per_pr),
     ):
-        if len(starts) >= limit:
+        if len(starts) + legs > limit:
             denials.append(
                 BudgetDecision(
                     allowed=False,
                     budget=budget,
                     count=len(starts),
                     limit=limit,
-                    reopens_at=_reopens_at(starts, limit, now),
+                    reopens_at=_reopens_at(starts, limit, now, legs),
                 )
             )
     if not denials:
@@ -89,7 +91,7 @@ def decide_budget(
             limit=budgets.daily_legs_per_repo,
             reopens_at=None,
         )
-    never = [d for d in denials if d.limit == 0]
+    never = [d for d in denials if d.limit < legs]
     if never:
         return never[0]
     return max(denials, key=lambda d: d.reopens_at or now)

@@ -25,8 +25,11 @@ def defer(
     patch_id: str,
     *,
     marker: bool = True,
+    why: str | None = None,
 ) -> ReviewReport:
-    """Step 4, over budget: a ``deferred:budget`` marker and a notice, never a silent drop.
+    """Step 4, over budget: a ``deferred:budget`` marker and a notice, never a silent drop
+    (``why``: a line saying more, in the notice only: the report's detail is also the
+    merge gate's description, which GitHub caps at 140 characters).
 
     ``marker`` False (``kdev describe-pr``) sends the notice only: a marker would make
     ``kdev pr-sweep`` retry a *review* of the head."""
@@ -49,7 +52,7 @@ def defer(
         ctx,
         req,
         deferred_notification(
-            req.repo, req.pr, budget, count, limit, reopens_at, pr_url, req.head_sha
+            req.repo, req.pr, budget, count, limit, reopens_at, pr_url, req.head_sha, why
         ),
     )
     return req.report(
@@ -60,12 +63,19 @@ def defer(
 
 
 def over_budget(
-    ctx: ReviewContext, req: ReviewRequest, pr_url: str, patch_id: str, *, marker: bool = True
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr_url: str,
+    patch_id: str,
+    *,
+    marker: bool = True,
+    legs: int = 1,
 ) -> ReviewReport | None:
-    """Step 4's leg budgets: a ``deferred_budget`` report when over one, else None."""
+    """Step 4's leg budgets: a ``deferred_budget`` report when ``legs`` more legs (a
+    chunked round's, all or none) would pass one, else None."""
     now = ctx.clock()
-    legs = ctx.ledger.legs_since(req.repo, now - timedelta(hours=24))
-    decision = decide_budget(ctx.config.budgets, legs, req.pr, now)
+    started = ctx.ledger.legs_since(req.repo, now - timedelta(hours=24))
+    decision = decide_budget(ctx.config.budgets, started, req.pr, now, legs)
     if decision.allowed:
         return None
     assert decision.budget is not None

@@ -30,6 +30,7 @@ from wrapper.review.reviewer import ReviewResult, run_reviewer
 from wrapper.review.sandbox import resolve_sandbox
 
 if TYPE_CHECKING:
+    from wrapper.review.chunked_leg import SizedRound
     from wrapper.review.round_post import RoundPayload
 
 log = logging.getLogger("kdev.review")
@@ -98,16 +99,18 @@ def run_leg(
     git: Git,
     patch_id: str,
     info: PatchInfo,
+    sized: SizedRound | None = None,
 ) -> ReviewReport:
     """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune. The
     reviewer reads the reviewed paths' diff and the list of the excluded ones (D87); the
-    verdict opens with that list."""
+    verdict opens with that list. ``sized`` with more than one chunk: one leg per chunk,
+    one verdict (D89)."""
     excluded = info.exclusions.excluded if info.exclusions is not None else ()
     with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
         data = replace(
             prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
         )
-        result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id)
+        result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id, sized)
         record = VerdictRecord(
             verdict=result.verdict,
             pr_url=pr_url,
@@ -144,10 +147,16 @@ def _review(
     data: PromptInput,
     worktree: Path,
     patch_id: str,
+    sized: SizedRound | None = None,
 ) -> tuple[ReviewResult, RoundPayload | None]:
     """Step 7: the reviewer's verdict, from one backend or (``roster``) one leg per roster
     reviewer of the base branch, merged; with ``review_post`` on for the repository (one
-    backend), read under the findings contract, with the round to post (D86)."""
+    backend), read under the findings contract, with the round to post (D86); a diff
+    over the limit (``sized``), one leg per chunk, merged (D89)."""
+    if not reviewer.roster and sized is not None and sized.legs > 1:
+        from wrapper.review.chunked_leg import run_chunked
+
+        return run_chunked(ctx, reviewer, data, worktree, patch_id, sized)
     if not reviewer.roster and review_post_enabled(ctx.config, data.repo):
         from wrapper.review.round_review import review_with_findings
 

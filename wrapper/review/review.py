@@ -30,6 +30,7 @@ decision (or the failure, or a leg starting) is also a commit status on the head
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime
 
 from wrapper.errors import KdevError, Outcome
@@ -207,10 +208,20 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
 
     # 4. Budget gate: legs started in the trailing 24 h, rounds per PR, concurrency.
     # (The leg's modules are imported only now: a carry-forward never runs a leg.)
-    from wrapper.review.leg import run_leg
+    # A diff over the prompt limit is one leg per chunk, all counted (D89).
+    from wrapper.review.chunked_leg import plan_or_defer
+    from wrapper.review.leg import prompt_input, run_leg
 
+    excluded = info.exclusions.excluded if info.exclusions is not None else ()
+    reviewed = replace(
+        prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
+    )
+    sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed)
+    if isinstance(sized, ReviewReport):
+        return sized
+    legs = 1 if sized is None else sized.legs
     budgets = ctx.config.budgets
-    over = over_budget(ctx, req, pr_url, patch_id)
+    over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
     if over is not None:
         return over
 
@@ -231,12 +242,13 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
             # Decide and record the leg as one step: concurrent runs for other PRs of
             # the repository cannot both take the last leg of the budget.
             with ctx.ledger.legs_lock(req.repo):
-                over = over_budget(ctx, req, pr_url, patch_id)
+                over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
                 if over is not None:
                     return over
                 if req.force:  # everything that can fail was checked: forget, then review
                     removed = ctx.ledger.remove_patch(req.repo, req.pr, patch_id)
                     log.info("--force: forgot patch %s (%d index entries)", patch_id, removed)
-                ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
+                for _ in range(legs):
+                    ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             gate.running()
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, info)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, info, sized)

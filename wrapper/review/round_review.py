@@ -45,6 +45,28 @@ def review_with_findings(
     patch_id: str,
 ) -> tuple[ReviewResult, RoundPayload]:
     """The reviewer's verdict and the round to post (see the module doc)."""
+    output, parsed = findings_leg(ctx, reviewer, data, worktree)
+    payload = round_payload(parsed, data.diff, patch_id, data.head_sha, data.excluded)
+    return ReviewResult(verdict=parsed.verdict, body=output, model=reviewer.model), payload
+
+
+def findings_closing(reviewer: CommandReviewer | OpenAIReviewer) -> str:
+    """The prompt's closing under the contract: structured (openai) or block + verdict."""
+    if isinstance(reviewer, OpenAIReviewer):
+        return STRUCTURED_INSTRUCTION
+    return f"{FINDINGS_INSTRUCTION}\n\n{VERDICT_INSTRUCTION}"
+
+
+def findings_leg(
+    ctx: ReviewContext,
+    reviewer: CommandReviewer | OpenAIReviewer,
+    data: PromptInput,
+    worktree: Path,
+    preamble: str = "",
+) -> tuple[str, ParsedReview]:
+    """One leg under the contract on ``data``: its whole output and what it says
+    (``preamble`` goes before the closing: a chunk's part note, D89). A broken contract
+    is ReviewerFailed with the contract's reason."""
     if ctx.config.mention_handle is None:
         raise ConfigError(
             "review_post needs mention_handle in KDEV_CONFIG (its mentions are neutralised "
@@ -52,9 +74,7 @@ def review_with_findings(
             "invalid_config",
         )
     structured = isinstance(reviewer, OpenAIReviewer)
-    closing = (
-        STRUCTURED_INSTRUCTION if structured else f"{FINDINGS_INSTRUCTION}\n\n{VERDICT_INSTRUCTION}"
-    )
+    closing = f"{preamble}{findings_closing(reviewer)}"
     output = run_reviewer_text(
         reviewer,
         render_prompt(data, ctx.config.prompt_template, closing),
@@ -68,8 +88,7 @@ def review_with_findings(
     parsed = parse_review(output, structured=structured, head_lines=head_line_counter(worktree))
     if isinstance(parsed, ContractFailure):
         raise ReviewerFailed(f"reviewer {reviewer.model}: {parsed.message}", parsed.reason)
-    payload = round_payload(parsed, data.diff, patch_id, data.head_sha, data.excluded)
-    return ReviewResult(verdict=parsed.verdict, body=output, model=reviewer.model), payload
+    return output, parsed
 
 
 def round_payload(
