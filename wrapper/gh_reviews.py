@@ -157,8 +157,14 @@ def list_review_comments(
     _check_number(number, "a pull number")
     _check_number(review_id, "a review id")
     path = f"repos/{repo}/pulls/{number}/reviews/{review_id}/comments"
-    read = client.get_rest(path, {"per_page": 100}, paginate=True)
     what = f"the comments of review {review_id} on pull #{number} of {repo}"
+    return _all_objects(client, path, what)
+
+
+def _all_objects(client: GitHubClient, path: str, what: str) -> list[dict[str, Any]]:
+    """Every item of the listing at ``path``, all pages, each an object; else the
+    malformed-payload error naming ``what`` (an unread page is never a shorter list)."""
+    read = client.get_rest(path, {"per_page": 100}, paginate=True)
     if not read.complete:
         raise client.error(GitHubMalformedPayload, f"{what}: more pages than read", 200)
     if not all(isinstance(item, dict) for item in read.body):
@@ -170,13 +176,8 @@ def list_reviews(client: GitHubClient, repo: str, number: int) -> list[dict[str,
     """Every review of pull ``number`` (all pages, oldest first, or an error)."""
     validate_repo_name(repo)
     _check_number(number, "a pull number")
-    read = client.get_rest(f"repos/{repo}/pulls/{number}/reviews", {"per_page": 100}, paginate=True)
     what = f"the reviews of pull #{number} of {repo}"
-    if not read.complete:
-        raise client.error(GitHubMalformedPayload, f"{what}: more pages than read", 200)
-    if not all(isinstance(item, dict) for item in read.body):
-        raise client.error(GitHubMalformedPayload, f"{what}: an item is not an object", 200)
-    return list(read.body)
+    return _all_objects(client, f"repos/{repo}/pulls/{number}/reviews", what)
 
 
 def create_status(

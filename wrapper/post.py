@@ -87,8 +87,13 @@ class PostingContext:
         )  # fmt: skip
 
     def prepare(self, raw: str, purpose: str) -> str:
-        """:func:`prepare_gated` on this PR: the body to send, checked, not yet sent."""
-        return prepare_gated(self.config, self.environ, self.repo, self.pr, raw, purpose)
+        """Steps 1-2 of the gate without the POST, on this PR: ``raw`` prepared, the live
+        pings and the secret canary checked (raising as :func:`post_gated` does); the
+        body to send. A caller that sends several bodies in one request (a review and its
+        line comments, :mod:`wrapper.review.round_post`) prepares each, then records the
+        ids GitHub made."""
+        what = f"the {purpose} comment for {self.repo} #{self.pr}"
+        return BodyGate(self.config, self.environ, what).prepare(raw)
 
 
 @dataclass(frozen=True)
@@ -139,10 +144,11 @@ def post_gated(
     ``mention`` adds names this one body may ping to ``mention_allow``."""
     if signature and not _SIGNATURE.fullmatch(signature):
         raise KdevError(f"not a kdev-agent signature: {signature[:120]!r}", "invalid_signature")
-    body = prepare_gated(config, environ, repo, pr, raw, purpose, mention=mention)
+    gate = BodyGate(config, environ, f"the {purpose} comment for {repo} #{pr}", mention)
+    body = gate.prepare(raw)
     if signature:
         body = f"{body}\n\n{signature}"
-        prepare_checked(config, environ, repo, pr, raw, body, purpose, mention)
+        gate.check(raw, body)
     created = send(body)
     comment_id = created.get("id")
     if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id < 1:
@@ -155,65 +161,48 @@ def post_gated(
     return created
 
 
-def prepare_gated(
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    raw: str,
-    purpose: str,
-    *,
-    mention: Collection[str] = (),
-) -> str:
-    """Steps 1-2 of the gate without the POST: ``raw`` prepared, the live pings and the
-    secret canary checked (raising as :func:`post_gated` does); the body to send. A
-    caller that sends several bodies in one request (a review and its line comments,
-    :mod:`wrapper.review.round_post`) prepares each, then records the ids GitHub made."""
-    handle, allow = config.mention_handle, [*config.mention_allow, *mention]
-    body = comment_body(raw, handle, allow, config.allow_references)
-    prepare_checked(config, environ, repo, pr, raw, body, purpose, mention)
-    return body
+@dataclass(frozen=True)
+class BodyGate:
+    """Steps 1-2 of the gate for one body: what it is checked against (the config's
+    mentions and secrets, kdev's environment for the canary), ``what`` it is (for an
+    error) and the names it may ping beyond ``mention_allow``."""
 
+    config: KdevConfig
+    environ: Mapping[str, str]
+    what: str
+    mention: Collection[str] = ()
 
-def prepare_checked(
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    raw: str,
-    body: str,
-    purpose: str,
-    mention: Collection[str] = (),
-) -> None:
-    """The final ``body`` (made from ``raw``) checked: no live ping (``live_ping``), no
-    known secret as it is (``secret_in_output``) or encoded (``secret_leak``)."""
-    handle, allow = config.mention_handle, [*config.mention_allow, *mention]
-    refuse_live_pings(body, handle, allow=allow, references=config.allow_references)
-    secrets = known_secrets(config, environ)
-    if contains_secret((raw, body), secrets):
-        raise LedgerError(
-            f"the {purpose} comment for {repo} #{pr} contains the value of a secret_env "
-            "variable; nothing was posted",
-            "secret_in_output",
+    def prepare(self, raw: str) -> str:
+        """``raw`` escaped, neutralised and cut to fit, then :meth:`check`-ed."""
+        config = self.config
+        allow = [*config.mention_allow, *self.mention]
+        body = comment_body(raw, config.mention_handle, allow, config.allow_references)
+        self.check(raw, body)
+        return body
+
+    def check(self, raw: str, body: str) -> None:
+        """The final ``body`` (made from ``raw``): no live ping (``live_ping``), no known
+        secret as it is (``secret_in_output``) or encoded (``secret_leak``)."""
+        config = self.config
+        allow = [*config.mention_allow, *self.mention]
+        refuse_live_pings(
+            body, config.mention_handle, allow=allow, references=config.allow_references
         )
-    refuse_leak((raw, body), secrets, f"the {purpose} comment for {repo} #{pr}")
+        secrets = known_secrets(config, self.environ)
+        if contains_secret((raw, body), secrets):
+            raise LedgerError(
+                f"{self.what} contains the value of a secret_env variable; nothing was posted",
+                "secret_in_output",
+            )
+        refuse_leak((raw, body), secrets, self.what)
 
 
-def post_comment(
-    github: GitHubClient,
-    ledger: Ledger,
-    config: KdevConfig,
-    environ: Mapping[str, str],
-    repo: str,
-    pr: int,
-    raw: str,
-    purpose: str,
-) -> PostedComment:
-    """Prepare ``raw``, apply the secret canary, post it on ``repo`` #``pr`` and record
+def post_comment(target: PostingContext, raw: str, purpose: str) -> PostedComment:
+    """Prepare ``raw``, apply the secret canary, post it on ``target``'s PR and record
     its id. Raises ConfigError ``invalid_config`` (no ``mention_handle``), LedgerError
     ``secret_in_output`` (nothing posted) or KdevError ``comment_post_failed``."""
-    handle = config.mention_handle
-    if handle is None:
+    github, repo, pr = target.github, target.repo, target.pr
+    if target.config.mention_handle is None:
         raise ConfigError(
             "posting a comment needs mention_handle in KDEV_CONFIG (its mentions are "
             "neutralised in everything kdev posts)",
@@ -229,6 +218,6 @@ def post_comment(
                 COMMENT_POST_FAILED,
             ) from None
 
-    created = post_gated(ledger, config, environ, repo, pr, raw, purpose, send)
+    created = target.gated(raw, purpose, send)
     html_url = created.get("html_url")
     return PostedComment(created["id"], html_url if isinstance(html_url, str) else "")

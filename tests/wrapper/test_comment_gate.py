@@ -227,7 +227,7 @@ _WRITES = {"post_issue_comment", "post_line_comment", "post_rest", "create_revie
 # (gh_reviews.py: reviews with line comments and statuses, issue 27).
 _DEFINES_WRITES = {"gh.py", "gh_reviews.py"}
 # The two writes that carry several bodies or none, each called in one module only: a
-# round's review, whose every body round_post prepares with wrapper.post.prepare_gated
+# round's review, whose every body round_post prepares with wrapper.post.PostingContext.prepare
 # (the gate's steps 1-2) before the one POST, and whose ids it records after
 # (tests/wrapper/test_round_post.py: a secret in a finding posts nothing); and the merge
 # gate's commit status, fixed text of ours checked by the secret canary

@@ -25,7 +25,7 @@ from tests.wrapper.reviewbench import BIN, REPO, ROOT, Bench
 from wrapper.config import load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome
 from wrapper.neutralise import escape_prose, neutralise, prepare_comment
-from wrapper.post import post_comment
+from wrapper.post import PostingContext, post_comment
 from wrapper.review.describe import describe_pr
 from wrapper.review.review import ReviewContext, ReviewRequest, review_pr
 
@@ -221,9 +221,8 @@ def test_post_comment_refuses_a_body_with_a_secret(bench: Bench) -> None:
     config = mention_config(bench, secret_env=["LEAKY"])
     settings_ = Settings(github_api_url=bench.sim.url, github_token=bench.token)
     with GitHubClient(settings_) as client, pytest.raises(LedgerError):
-        post_comment(
-            client, bench.ledger(), config, {"LEAKY": secret}, REPO, pr.number, secret, "review"
-        )
+        target = PostingContext(client, bench.ledger(), config, {"LEAKY": secret}, REPO, pr.number)
+        post_comment(target, secret, "review")
     assert not bench.sim.requests_to(r"/issues/\d+/comments$", method="POST")
 
 

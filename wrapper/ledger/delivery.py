@@ -225,16 +225,7 @@ def post_review_comment(
     escaped, secret canary), its id recorded. The verdict is already written, so a
     failure is logged and reported in the detail (and stays owed), never raised."""
     try:
-        posted = post_comment(
-            ctx.github,
-            ctx.ledger,
-            ctx.config,
-            ctx.environ,
-            repo,
-            pr,
-            review_comment_text(record),
-            "review",
-        )
+        posted = post_comment(ctx.posting(repo, pr), review_comment_text(record), "review")
     except KdevError as exc:
         log.warning("review comment not posted: %s [%s]", exc.message, exc.reason)
         return False, f"comment not posted [{exc.reason}]"

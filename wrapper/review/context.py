@@ -20,6 +20,7 @@ from wrapper.jsonform import JsonForm
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
+from wrapper.post import PostingContext
 from wrapper.review.sandbox import Sandbox
 
 log = logging.getLogger("kdev.review")
@@ -85,6 +86,10 @@ class ReviewContext:
     # The schedule's own targets (a repos.yaml entry's notify when the sweep retries a
     # deferral); None: routed by wrapper.notify.route.
     schedule_notify: list[NotifyTarget] | None = None
+
+    def posting(self, repo: str, pr: int) -> PostingContext:
+        """What posting on ``repo`` #``pr`` takes, from this context."""
+        return PostingContext(self.github, self.ledger, self.config, self.environ, repo, pr)
 
 
 def targets_for(ctx: ReviewContext, req: ReviewRequest) -> list[NotifyTarget]:

@@ -103,14 +103,7 @@ def _describe_leg(
         )
         header = HEADER.format(head=req.head_sha[:12], model=reviewer.model)
         posted = post_comment(
-            ctx.github,
-            ctx.ledger,
-            ctx.config,
-            ctx.environ,
-            req.repo,
-            req.pr,
-            f"{header}\n\n{output.strip()}\n",
-            "describe",
+            ctx.posting(req.repo, req.pr), f"{header}\n\n{output.strip()}\n", "describe"
         )
     return req.report(
         Outcome.DESCRIBED,

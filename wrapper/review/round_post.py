@@ -8,7 +8,7 @@ summary, its line comments and the summary to fall back on, raw, in
 :func:`post_round`:
 
 1. prepares every body (the summary, each line comment, the fallback summary) through
-   the gate (:func:`wrapper.post.prepare_gated`: neutralised, live pings and the secret
+   the gate (:meth:`wrapper.post.PostingContext.prepare`: neutralised, live pings and the secret
    canary checked); a refusal posts nothing;
 2. appends the hidden marker ``<!-- kdev-round: <patch_id> -->`` to the summary (after
    the preparation, which would escape it);
