@@ -402,7 +402,14 @@ class KdevConfig(_Strict):
             isinstance(target, GithubCommentTarget) for target in self.notify
         ):
             raise ValueError("a github-comment notify target needs mention_handle")
+        if self.mention_handle is None and self._posts_reviews():
+            raise ValueError("review_post needs mention_handle (every body kdev posts is gated)")
         return self
+
+    def _posts_reviews(self) -> bool:
+        """True when ``review_post`` is on at the top level or for any repository."""
+        own = [r.review_post for r in self.repositories.values() if r.review_post is not None]
+        return any(setting.enabled for setting in (self.review_post, *own))
 
     @property
     def posts_review_comments(self) -> bool:

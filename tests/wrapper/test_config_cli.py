@@ -241,3 +241,15 @@ def test_no_message_carries_a_pydantic_prefix(tmp_path: Path) -> None:
     assert typo.stderr.strip() == (
         "error: KDEV_CONFIG typo.yaml: reviwer: unknown key [invalid_config]"
     )
+
+
+def test_review_post_without_a_mention_handle_is_refused_by_validate(tmp_path: Path) -> None:
+    """A review round is posted through the gate, which needs mention_handle: validate
+    says so (before, the first review run found out, after the reviewer's leg)."""
+    top = validate(tmp_path, "review_post: {enabled: true}\n")
+    assert top.returncode == 2, top
+    assert "review_post needs mention_handle" in top.stdout and "[invalid_config]" in top.stdout
+    one = validate(tmp_path, "repositories:\n  octo/widgets:\n    review_post: {enabled: true}\n")
+    assert one.returncode == 2 and "review_post needs mention_handle" in one.stdout, one
+    fine = validate(tmp_path, "review_post: {enabled: true}\nmention_handle: kdev-bot\n")
+    assert fine.returncode == 0 and fine.stdout.strip() == "configuration ok", fine

@@ -10,13 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from engine.config import Settings
 from engine.github import GitHubClient
 from tests.wrapper.reviewbench import REPO, Bench, open_bench, openai_reviewer
 from wrapper.config import KdevConfig
 from wrapper.config_review import review_post_enabled
-from wrapper.errors import ConfigError, KdevError
+from wrapper.errors import KdevError
 from wrapper.post import PostingContext
 from wrapper.review.findings_contract import (
     BAD_JSON,
@@ -214,24 +215,26 @@ def test_a_refused_anchor_posts_every_finding_in_the_summary(bench: Bench) -> No
 
 
 def test_posting_needs_a_mention_handle(bench: Bench) -> None:
-    pr = open_change(bench)
-    cfg = bench.config(review_post={"enabled": True})
-    with pytest.raises(ConfigError) as caught:
-        bench.review(pr, config=cfg)
-    assert caught.value.reason == "invalid_config"
+    """Refused with the config, before any run (``kdev config validate`` says so too:
+    tests/wrapper/test_config_cli.py)."""
+    open_change(bench)
+    with pytest.raises(ValidationError, match="review_post needs mention_handle"):
+        bench.config(review_post={"enabled": True})
     assert review_posts(bench) == 0
 
 
 def test_review_post_is_off_by_default_and_per_repository(bench: Bench) -> None:
     assert not review_post_enabled(KdevConfig(), REPO)
-    on = KdevConfig.model_validate({"review_post": {"enabled": True}})
+    handle = {"mention_handle": HANDLE}  # posting needs one (validated with the config)
+    on = KdevConfig.model_validate({"review_post": {"enabled": True}, **handle})
     assert review_post_enabled(on, REPO)
     off_here = {
         "review_post": {"enabled": True},
         "repositories": {REPO.upper(): {"review_post": {"enabled": False}}},
+        **handle,
     }
     assert not review_post_enabled(KdevConfig.model_validate(off_here), REPO)
-    on_here = {"repositories": {REPO: {"review_post": {"enabled": True}}}}
+    on_here = {"repositories": {REPO: {"review_post": {"enabled": True}}}, **handle}
     assert review_post_enabled(KdevConfig.model_validate(on_here), REPO)
     assert not review_post_enabled(KdevConfig.model_validate(on_here), "octo/other")
     # Off: the stub's ordinary review, as one PR comment through github-comment.

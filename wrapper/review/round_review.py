@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from wrapper.config import CommandReviewer, OpenAIReviewer
-from wrapper.errors import ConfigError, ReviewerFailed
+from wrapper.errors import ReviewerFailed
 from wrapper.review.anchoring import Placement, parse_diff, place_all
 from wrapper.review.context import ReviewContext
 from wrapper.review.exclusions import Decision
@@ -67,12 +67,6 @@ def findings_leg(
     """One leg under the contract on ``data``: its whole output and what it says
     (``preamble`` goes before the closing: a chunk's part note, D89). A broken contract
     is ReviewerFailed with the contract's reason."""
-    if ctx.config.mention_handle is None:
-        raise ConfigError(
-            "review_post needs mention_handle in KDEV_CONFIG (its mentions are neutralised "
-            "in everything kdev posts)",
-            "invalid_config",
-        )
     structured = isinstance(reviewer, OpenAIReviewer)
     closing = f"{preamble}{findings_closing(reviewer)}"
     output = run_reviewer_text(
