@@ -73,16 +73,8 @@ class CheckRenderer(SharedRenderer):
     def commit_status(self, s: CommitStatus) -> dict[str, Any]:
         return fill(
             copy.deepcopy(COMBINED_STATUS["statuses"][0]),
-            url=f"{self.repo_api(s.repo)}/statuses/{s.sha}",
             avatar_url="https://avatars.githubusercontent.com/u/9919?v=4",
-            id=s.id,
-            node_id=node_id("StatusContext", s.id),
-            state=s.state,
-            description=s.description,
-            target_url=s.target_url,
-            context=s.context,
-            created_at=iso(s.created_at),
-            updated_at=iso(s.updated_at),
+            **self._status_fields(s),
         )
 
     def status(self, s: CommitStatus) -> dict[str, Any]:
@@ -90,18 +82,24 @@ class CheckRenderer(SharedRenderer):
         creator = self.user(s.creator, STATUS["creator"])
         return fill(
             copy.deepcopy(STATUS),
-            url=f"{self.repo_api(s.repo)}/statuses/{s.sha}",
             avatar_url=None if creator is None else creator["avatar_url"],
-            id=s.id,
-            node_id=node_id("StatusContext", s.id),
-            state=s.state,
-            description=s.description,
-            target_url=s.target_url,
-            context=s.context,
-            created_at=iso(s.created_at),
-            updated_at=iso(s.updated_at),
             creator=creator,
+            **self._status_fields(s),
         )
+
+    def _status_fields(self, s: CommitStatus) -> dict[str, Any]:
+        """What a status shows in both forms, the combined view's entry and the full one."""
+        return {
+            "url": f"{self.repo_api(s.repo)}/statuses/{s.sha}",
+            "id": s.id,
+            "node_id": node_id("StatusContext", s.id),
+            "state": s.state,
+            "description": s.description,
+            "target_url": s.target_url,
+            "context": s.context,
+            "created_at": iso(s.created_at),
+            "updated_at": iso(s.updated_at),
+        }
 
     def combined_status(self, repo: Repo, sha: str, statuses: list[CommitStatus]) -> dict[str, Any]:
         states = {s.state for s in statuses}

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.gitkit import git, numbered
 from wrapper.review.anchoring import (
     BINARY_FILE,
     DIFF_UNPARSEABLE,
@@ -27,26 +26,6 @@ from wrapper.review.anchoring import (
     place_all,
 )
 from wrapper.review.findings_contract import LINE_PAST_END, Finding
-
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "a",
-    "GIT_AUTHOR_EMAIL": "a@example.invalid",
-    "GIT_COMMITTER_NAME": "a",
-    "GIT_COMMITTER_EMAIL": "a@example.invalid",
-    "PATH": os.environ["PATH"],
-}
-
-
-def git(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, check=False)
-    assert done.returncode in ok, done.stderr
-    return done.stdout.decode("utf-8")
-
-
-def numbered(count: int, word: str = "line") -> str:
-    return "".join(f"{word} {n}\n" for n in range(1, count + 1))
 
 
 def write(root: Path, name: str, data: str | bytes) -> None:

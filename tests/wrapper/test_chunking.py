@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.gitkit import GIT_ENV, git, numbered
 from wrapper.review.anchoring import DiffError, parse_diff
 from wrapper.review.chunk_merge import (
     CHUNK_MISSING,
@@ -30,25 +31,6 @@ from wrapper.review.chunking import (
 )
 from wrapper.review.findings_contract import APPROVE, REQUEST_CHANGES, Finding, ParsedReview
 from wrapper.review.sizing import estimate_tokens
-
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "a",
-    "GIT_AUTHOR_EMAIL": "a@example.invalid",
-    "GIT_COMMITTER_NAME": "a",
-    "GIT_COMMITTER_EMAIL": "a@example.invalid",
-    "PATH": os.environ["PATH"],
-}
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, check=True)
-    return done.stdout.decode("utf-8")
-
-
-def numbered(count: int, word: str = "line") -> str:
-    return "".join(f"{word} {n}\n" for n in range(1, count + 1))
 
 
 def diff_of(root: Path, base: dict[str, str | bytes], head: dict[str, str | bytes]) -> str:
