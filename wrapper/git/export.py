@@ -202,9 +202,11 @@ class BlobReader:
         except BrokenPipeError:
             raise WorktreeError("git cat-file stopped reading", "worktree_failed") from None
         header = self._answers.readline()
+        if not header:  # end of file: it quit, or closed its input and quit later
+            raise WorktreeError("git cat-file stopped answering", "worktree_failed")
         fields = header.split()
         if len(fields) != 3 or fields[0] != oid or fields[1] != b"blob" or not fields[2].isdigit():
-            what = header[:80].decode("ascii", "replace").strip() or "no answer"
+            what = header[:80].decode("ascii", "replace").strip() or "an empty line"
             raise WorktreeError(f"git cat-file: unexpected answer {what!r}", "worktree_failed")
         return int(fields[2])
 
