@@ -8,7 +8,9 @@ refuses is KdevError with its reason (a FAILURE notice, never a truncated prompt
 chunks than ``size_policy.max_chunks`` is a ``diff_too_large`` deferral, made by the
 caller. :func:`run_chunked` runs one leg per chunk, each prompt holding its chunk and the
 list of the diff's other files, and merges them into one verdict
-(:func:`wrapper.review.chunk_merge.merge_chunks`). A roster round is not chunked here.
+(:func:`wrapper.review.chunk_merge.merge_chunks`). A roster round is planned per roster
+reviewer (:func:`size_roster`, :mod:`wrapper.review.roster_chunks`, D95) and run by
+:mod:`wrapper.review.roster_review`.
 """
 
 from __future__ import annotations
@@ -20,25 +22,29 @@ from typing import TYPE_CHECKING
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.config_review import review_post_enabled
 from wrapper.errors import KdevError
+from wrapper.git import Git
 from wrapper.review.budget import WINDOW
 from wrapper.review.budgetgate import defer
 from wrapper.review.chunk_merge import ChunkResult, MergedRound, MergeRefusal, merge_chunks
-from wrapper.review.chunking import Chunk, ChunkPlan, ChunkRefusal, plan_chunks
+from wrapper.review.chunking import ChunkPlan
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
 from wrapper.review.findings_contract import ParsedReview
-from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, fence, render_prompt
+from wrapper.review.patch_id import BASE_REF_PREFIX
+from wrapper.review.prompt import (
+    PART_NOTE,
+    VERDICT_INSTRUCTION,
+    PromptInput,
+    part_note,
+    render_prompt,
+)
 from wrapper.review.reviewer import ReviewResult, run_reviewer
+from wrapper.review.roster_chunks import RosterRound, plan_roster, plan_within
 from wrapper.review.sizing import Limit, estimate_tokens
 
 if TYPE_CHECKING:
     from wrapper.review.round_post import RoundPayload
 
 DIFF_TOO_LARGE = "diff_too_large"
-_PART_NOTE = (
-    "This prompt holds part {number} of {count} of the pull request's diff (it was over "
-    "the prompt limit). Review only the files above; the other files of the diff, "
-    "reviewed in the other parts, are:\n\n{listing}\n\n"
-)
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,10 @@ class SizedRound:
     @property
     def legs(self) -> int:
         return max(1, len(self.plan.chunks))
+
+    @property
+    def chunk_count(self) -> int:
+        return len(self.plan.chunks)
 
     def too_large(self, max_chunks: int) -> str | None:
         """The deferral's one line when the plan has more than ``max_chunks`` chunks."""
@@ -73,12 +83,6 @@ def _closing(ctx: ReviewContext, reviewer: CommandReviewer | OpenAIReviewer, rep
     return VERDICT_INSTRUCTION
 
 
-def _note(chunk: Chunk, count: int) -> str:
-    listing = "".join(f"- {path}\n" for path in chunk.other_paths)
-    text = _PART_NOTE.format(number=chunk.index + 1, count=count, listing=fence(listing, "files"))
-    return text
-
-
 def size_round(ctx: ReviewContext, data: PromptInput) -> SizedRound | None:
     """The round's plan for ``data`` (its diff whole), or None when no single backend
     is configured (a roster round, or none: the leg reports that). Raises KdevError with
@@ -90,31 +94,43 @@ def size_round(ctx: ReviewContext, data: PromptInput) -> SizedRound | None:
     closing = _closing(ctx, reviewer, data.repo)
     bare = render_prompt(replace(data, diff=""), ctx.config.prompt_template, closing)
     # The part note's words count too (its file list is in each chunk's own estimate).
-    overhead = estimate_tokens(bare) + estimate_tokens(_PART_NOTE) + 16
-    plan = plan_chunks(data.diff, limit.tokens - overhead)
-    if isinstance(plan, ChunkRefusal):
-        raise KdevError(
-            f"{plan.WHAT}: {plan.detail} ({limit.tokens}-token limit, {limit.source}; "
-            f"{overhead} tokens of prompt without the diff)",
-            plan.reason,
-        )
-    return SizedRound(limit, overhead, plan)
+    overhead = estimate_tokens(bare) + estimate_tokens(PART_NOTE) + 16
+    return SizedRound(limit, overhead, plan_within(data.diff, limit, overhead))
+
+
+def size_roster(ctx: ReviewContext, git: Git, data: PromptInput) -> RosterRound | None:
+    """A roster round's plan (:func:`wrapper.review.roster_chunks.plan_roster`: each
+    reviewer's legs under the limit, D95), the roster read from the base branch; None
+    when the reviewer is no roster."""
+    reviewer = ctx.config.reviewer
+    if reviewer is None or not reviewer.roster:
+        return None
+    from wrapper.review.roster_review import load_base_roster
+
+    roster, blocks = load_base_roster(git, f"{BASE_REF_PREFIX}{data.base}", data.diff)
+    return plan_roster(ctx.config, roster, blocks, data)
 
 
 def plan_or_defer(
-    ctx: ReviewContext, req: ReviewRequest, pr_url: str, patch_id: str, data: PromptInput
-) -> SizedRound | ReviewReport | None:
-    """Step 4's size check: the round's plan (:func:`size_round`), or the
-    ``diff_too_large`` deferral (a marker re-checked daily, a notice naming the estimate,
-    the limit's source and the setting; the merge gate's pending) above ``max_chunks``."""
-    sized = size_round(ctx, data)
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr_url: str,
+    patch_id: str,
+    data: PromptInput,
+    git: Git,
+) -> SizedRound | RosterRound | ReviewReport | None:
+    """Step 4's size check: the round's plan (:func:`size_round`, or a roster's:
+    :func:`size_roster`), or the ``diff_too_large`` deferral (a marker
+    re-checked daily, a notice naming the estimate, the limit's source and the setting;
+    the merge gate's pending) above ``max_chunks``."""
+    sized = size_round(ctx, data) or size_roster(ctx, git, data)
     if sized is None:
         return None
     max_chunks = ctx.config.size_policy.max_chunks
     why = sized.too_large(max_chunks)
     if why is None:
         return sized
-    count = len(sized.plan.chunks)
+    count = sized.chunk_count
     reopens = ctx.clock() + WINDOW
     return defer(ctx, req, pr_url, DIFF_TOO_LARGE, count, max_chunks, reopens, patch_id, why=why)
 
@@ -135,7 +151,7 @@ def run_chunked(
     bodies: list[str] = []
     for chunk in chunks:
         part = replace(data, diff=chunk.render(data.diff))
-        note = _note(chunk, len(chunks))
+        note = part_note(chunk.index, len(chunks), chunk.other_paths)
         if findings_mode:
             from wrapper.review.round_review import findings_leg
 

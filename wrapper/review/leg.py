@@ -31,6 +31,7 @@ from wrapper.review.sandbox import resolve_sandbox
 
 if TYPE_CHECKING:
     from wrapper.review.chunked_leg import SizedRound
+    from wrapper.review.roster_chunks import RosterRound
     from wrapper.review.round_post import RoundPayload
 
 log = logging.getLogger("kdev.review")
@@ -99,7 +100,7 @@ def run_leg(
     git: Git,
     patch_id: str,
     info: PatchInfo,
-    sized: SizedRound | None = None,
+    sized: SizedRound | RosterRound | None = None,
 ) -> ReviewReport:
     """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune. The
     reviewer reads the reviewed paths' diff and the list of the excluded ones (D87); the
@@ -147,15 +148,16 @@ def _review(
     data: PromptInput,
     worktree: Path,
     patch_id: str,
-    sized: SizedRound | None = None,
+    sized: SizedRound | RosterRound | None = None,
 ) -> tuple[ReviewResult, RoundPayload | None]:
     """Step 7: the reviewer's verdict, from one backend or (``roster``) one leg per roster
     reviewer of the base branch, merged; with ``review_post`` on for the repository (one
     backend), read under the findings contract, with the round to post (D86); a diff
     over the limit (``sized``), one leg per chunk, merged (D89)."""
     if not reviewer.roster and sized is not None and sized.legs > 1:
-        from wrapper.review.chunked_leg import run_chunked
+        from wrapper.review.chunked_leg import SizedRound, run_chunked
 
+        assert isinstance(sized, SizedRound)
         return run_chunked(ctx, reviewer, data, worktree, patch_id, sized)
     if not reviewer.roster and review_post_enabled(ctx.config, data.repo):
         from wrapper.review.round_review import review_with_findings
@@ -173,9 +175,14 @@ def _review(
         ), None
     # The roster (markdown-it, the roster grammar) is loaded only when a roster runs: the
     # carry-forward path never gets here (D35).
+    from wrapper.review.roster_chunks import RosterRound
     from wrapper.review.roster_review import load_base_roster, run_roster_review
 
-    roster, blocks = load_base_roster(git, f"{BASE_REF_PREFIX}{pr.base_ref}", data.diff)
+    planned = sized if isinstance(sized, RosterRound) else None  # D95: planned in step 4
+    if planned is not None:
+        roster, blocks = planned.roster, planned.blocks
+    else:
+        roster, blocks = load_base_roster(git, f"{BASE_REF_PREFIX}{pr.base_ref}", data.diff)
     for warning in roster.warnings:
         log.warning("roster: %s", warning)
     log.info("%s #%s: %s", data.repo, data.pr, roster.summary)
@@ -192,6 +199,7 @@ def _review(
         transport=ctx.reviewer_transport,
         template_path=ctx.config.prompt_template,
         sandbox=ctx.sandbox,
+        sized=planned,
     )
     return merged, None
 

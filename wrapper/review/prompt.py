@@ -23,6 +23,7 @@ instruction. A template that cannot be read or rendered raises
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -74,6 +75,21 @@ EXCLUDED_NOTE = (
     "These changed paths are not in the diff above: they were excluded from the review "
     "(path, then the rule that excluded it). Do not review or approve them."
 )
+
+
+# A chunk's leg (D89): which part of the diff it holds, and the other files' paths (the
+# author's text, fenced).
+PART_NOTE = (
+    "This prompt holds part {number} of {count} of the pull request's diff (it was over "
+    "the prompt limit). Review only the files above; the other files of the diff, "
+    "reviewed in the other parts, are:\n\n{listing}\n\n"
+)
+
+
+def part_note(index: int, count: int, other_paths: Sequence[str]) -> str:
+    """The note of chunk ``index`` (0-based) of ``count``, naming ``other_paths``."""
+    listing = "".join(f"- {path}\n" for path in other_paths)
+    return PART_NOTE.format(number=index + 1, count=count, listing=fence(listing, "files"))
 
 
 def _excluded_section(data: PromptInput) -> str:

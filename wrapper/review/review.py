@@ -216,7 +216,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     reviewed = replace(
         prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
     )
-    sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed)
+    sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed, git)
     if isinstance(sized, ReviewReport):
         return sized
     legs = 1 if sized is None else sized.legs

@@ -5,9 +5,12 @@ branch's tree (git objects, never the PR's worktree), so a pull request cannot r
 the instructions it is reviewed with. Each applicable reviewer gets the standard prompt
 with only its changed files' diff blocks, plus its instructions and context sections
 before the closing verdict instruction. The legs run through the configured backend on
-a thread pool of ``budgets.max_concurrent_legs_per_repo`` workers. The round's first leg
-was recorded by the budget gate; every further reviewer leg is recorded
-(``Ledger.record_leg_start``) when it starts, so each leg counts against the budget.
+a thread pool of ``budgets.max_concurrent_legs_per_repo`` workers. Under the size policy
+(D95, :mod:`wrapper.review.roster_chunks`, planned before the budget gate) a reviewer over
+the limit is one leg per chunk, and the gate records every reviewer leg at once; unsized,
+the round's first leg was recorded by the budget gate and every further reviewer leg is
+recorded (``Ledger.record_leg_start``) when it starts. Each leg counts against the
+budget; the validator's legs are recorded as they start.
 
 The merged verdict is REQUEST_CHANGES when any reviewer's output has a blocking finding
 (:func:`wrapper.review.roster.has_blocking_finding`: a P1/P2 line or its own ``VERDICT:
@@ -37,7 +40,7 @@ from wrapper.errors import ConfigError
 from wrapper.git import Git
 from wrapper.ledger.ledger import Ledger
 from wrapper.review.findings import Finding, parse_findings, standing_output
-from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
+from wrapper.review.prompt import PromptInput
 from wrapper.review.reviewer import ReviewResult, run_reviewer, run_reviewer_text
 from wrapper.review.roster import (
     ROSTER_FILE,
@@ -45,9 +48,10 @@ from wrapper.review.roster import (
     RosterReviewer,
     build_roster,
 )
+from wrapper.review.roster_chunks import RosterRound, unsized_round
 from wrapper.review.roster_diff import has_blocking_finding, split_diff
 from wrapper.review.sandbox import Sandbox
-from wrapper.review.validator import diffs_by_path, disposition, validate
+from wrapper.review.validator import disposition, validate
 
 
 def load_base_roster(git: Git, base_ref: str, diff: str) -> tuple[Roster, dict[str, str]]:
@@ -56,34 +60,6 @@ def load_base_roster(git: Git, base_ref: str, diff: str) -> tuple[Roster, dict[s
     blocks = split_diff(diff)
     roster = build_roster(git.files_named(base_ref, ROSTER_FILE), blocks)
     return roster, blocks
-
-
-def reviewer_prompt(
-    reviewer: RosterReviewer,
-    data: PromptInput,
-    blocks: Mapping[str, str],
-    template_path: str | None = None,
-) -> str:
-    """The standard prompt over ``reviewer``'s diff blocks only, with its role,
-    instructions and context inserted before the closing verdict instruction."""
-    diff = "".join(blocks[path] for path in reviewer.changed_files if path in blocks)
-    standard = render_prompt(dataclasses.replace(data, diff=diff), template_path)
-    closing = f"{VERDICT_INSTRUCTION}\n"
-    assert standard.endswith(closing)
-    scope = reviewer.scope or "the repository root"
-    role = [
-        f"## Your role in this review: {reviewer.name}",
-        "",
-        f"You are one of several focused reviewers; your scope is {scope}, and the diff "
-        f"above holds only your files: {', '.join(reviewer.changed_files)}. Mark each "
-        "finding with its priority at the start of its line: P1 (must fix: broken, "
-        "insecure, data loss), P2 (should fix), P3 (nit).",
-        "",
-        reviewer.instructions,
-    ]
-    for section in reviewer.context:
-        role += ["", f"### Context: {section.title} (from {section.source})", "", section.text]
-    return f"{standard[: -len(closing)]}{chr(10).join(role).rstrip()}\n\n{closing}"
 
 
 def merge_outputs(
@@ -127,21 +103,25 @@ def run_roster_review(
     transport: httpx.BaseTransport | None = None,
     template_path: str | None = None,
     sandbox: Sandbox | None = None,
+    sized: RosterRound | None = None,
 ) -> ReviewResult:
     """Run one leg per roster reviewer (the first leg already recorded by the caller)
-    and merge them. Raises ConfigError ``empty_roster`` when no reviewer applies, and
-    whatever a failed leg raised."""
+    and merge them; with ``sized`` (D95), its legs (a reviewer over the limit one per
+    chunk, merged into its one output), every one recorded by the caller. Raises
+    ConfigError ``empty_roster`` when no reviewer applies, and whatever a failed leg
+    raised."""
     if not roster.reviewers:
         raise ConfigError("roster mode: no reviewer applies to the changed files", "empty_roster")
-    prompts = [reviewer_prompt(r, data, blocks, template_path) for r in roster.reviewers]
+    planned = sized if sized is not None else unsized_round(roster, blocks)
+    keys = planned.leg_keys()
     env_names = list(extra_env_names)
 
     def leg(index: int) -> str:
-        if index > 0:
+        if index > 0 and sized is None:
             ledger.record_leg_start(data.repo, data.pr, data.head_sha)
         result = run_reviewer(
             backend,
-            prompts[index],
+            planned.prompt(keys[index], data, template_path),
             worktree,
             environ,
             extra_env_names=env_names,
@@ -150,14 +130,15 @@ def run_roster_review(
         )
         return result.body
 
-    workers = max(1, min(max_parallel, len(prompts)))
+    workers = max(1, min(max_parallel, len(keys)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kdev-roster") as pool:
-        futures = [pool.submit(leg, index) for index in range(len(prompts))]
+        futures = [pool.submit(leg, index) for index in range(len(keys))]
         errors = [f.exception() for f in futures]
     for error in errors:
         if error is not None:
             raise error
-    outputs = [f.result() for f in futures]
+    raw = [f.result() for f in futures]
+    outputs = planned.outputs(raw)
     findings = tuple(
         finding
         for reviewer, output in zip(roster.reviewers, outputs, strict=True)
@@ -173,7 +154,7 @@ def run_roster_review(
                 transport=transport, sandbox=sandbox,
             )  # fmt: skip
 
-        checked = validate(findings, validator, diffs_by_path(blocks), validation_leg)
+        checked = validate(findings, validator, planned.diff_for(raw), validation_leg)
         findings = tuple(
             dataclasses.replace(f, action=disposition(f, validator.uncertain_action))
             for f in checked
