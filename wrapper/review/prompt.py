@@ -145,11 +145,14 @@ def render_prompt(
     return _render(data, template_path, DEFAULT_TEMPLATE, closing)
 
 
-def render_describe_prompt(data: PromptInput, template_path: str | None = None) -> str:
+def render_describe_prompt(
+    data: PromptInput, template_path: str | None = None, note: str = ""
+) -> str:
     """The prompt of ``kdev describe-pr``: the same clause and fencing as a review, the
     packaged ``wrapper/templates/describe.md.j2`` (or ``template_path``), and
-    :data:`DESCRIBE_INSTRUCTION` last (no verdict is asked for)."""
-    return _render(data, template_path, DESCRIBE_TEMPLATE, DESCRIBE_INSTRUCTION)
+    :data:`DESCRIBE_INSTRUCTION` last (no verdict is asked for), ``note`` (the files over
+    the limit, named only, D95) just before it."""
+    return _render(data, template_path, DESCRIBE_TEMPLATE, note + DESCRIBE_INSTRUCTION)
 
 
 def _render(data: PromptInput, template_path: str | None, default: str, closing: str) -> str:
