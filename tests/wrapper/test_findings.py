@@ -252,7 +252,11 @@ def test_pr_status_reports_the_newest_rounds_posting_integrity(
     # A new head's clean round is now the newest: its record, not the older one, counts.
     bench.sim.clear_faults()
     bench.sim.push(REPO, pr_number, {"app.py": "x = 2\n"})
-    bench.review(pr_number, config=roster_config(bench))
+    # A roster round's reviewer legs are all counted at its gate (D95): the second round
+    # of six needs room beside the first's nine legs of this PR.
+    config = roster_config(bench)
+    budgets = config.budgets.model_copy(update={"daily_rounds_per_pr": 20})
+    bench.review(pr_number, config=config.model_copy(update={"budgets": budgets}))
     posting = json.loads(cli.invoke(app, [*base, "--json"]).stdout)["posting"]
     assert (posting["expected"], posting["posted"], posting["complete"]) == (0, 0, True)
 

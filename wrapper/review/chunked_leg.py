@@ -26,7 +26,7 @@ from wrapper.git import Git
 from wrapper.review.budget import WINDOW
 from wrapper.review.budgetgate import defer
 from wrapper.review.chunk_merge import ChunkResult, MergedRound, MergeRefusal, merge_chunks
-from wrapper.review.chunking import ChunkPlan
+from wrapper.review.chunking import ChunkPlan, plan_within
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
 from wrapper.review.findings_contract import ParsedReview
 from wrapper.review.patch_id import BASE_REF_PREFIX
@@ -38,10 +38,10 @@ from wrapper.review.prompt import (
     render_prompt,
 )
 from wrapper.review.reviewer import ReviewResult, run_reviewer
-from wrapper.review.roster_chunks import RosterRound, plan_roster, plan_within
 from wrapper.review.sizing import Limit, estimate_tokens
 
 if TYPE_CHECKING:
+    from wrapper.review.roster_chunks import RosterRound
     from wrapper.review.round_post import RoundPayload
 
 DIFF_TOO_LARGE = "diff_too_large"
@@ -105,6 +105,8 @@ def size_roster(ctx: ReviewContext, git: Git, data: PromptInput) -> RosterRound 
     reviewer = ctx.config.reviewer
     if reviewer is None or not reviewer.roster:
         return None
+    # The roster (markdown-it, its grammar) is loaded only for a roster round (D35).
+    from wrapper.review.roster_chunks import plan_roster
     from wrapper.review.roster_review import load_base_roster
 
     roster, blocks = load_base_roster(git, f"{BASE_REF_PREFIX}{data.base}", data.diff)

@@ -19,9 +19,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from wrapper.errors import KdevError
 from wrapper.refusal import Refusal
 from wrapper.review.anchoring import DiffError, parse_diff
-from wrapper.review.sizing import estimate_span, estimate_tokens
+from wrapper.review.sizing import Limit, estimate_span, estimate_tokens
 
 CHUNK_TOO_LARGE = "chunk_too_large"
 BUDGET_TOO_SMALL = "budget_too_small"
@@ -258,3 +259,22 @@ def _whole(diff: str, section: _Section) -> Part:
     header = Piece(section.start, section.header_end)
     pieces = tuple(Piece(start, end) for start, end in section.hunks)
     return Part(section.path, header, pieces, True, estimate_span(diff, section.start, section.end))
+
+
+def plan_within(diff: str, limit: Limit, overhead: int) -> ChunkPlan:
+    """``diff``'s chunks under ``limit`` less ``overhead`` (the prompt without a diff);
+    KdevError with the planner's reason when it cannot be cut (never a truncation)."""
+    plan = plan_chunks(diff, limit.tokens - overhead)
+    if isinstance(plan, ChunkRefusal):
+        raise limit_error(plan, limit, overhead)
+    return plan
+
+
+def limit_error(refusal: Refusal, limit: Limit, overhead: int) -> KdevError:
+    """``refusal`` of a prompt under ``limit`` as the KdevError the round fails with,
+    naming the limit, its source and the prompt's ``overhead`` without a diff."""
+    return KdevError(
+        f"{refusal.WHAT}: {refusal.detail} ({limit.tokens}-token limit, {limit.source}; "
+        f"{overhead} tokens of prompt without the diff)",
+        refusal.reason,
+    )

@@ -30,6 +30,7 @@ from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.git import Git
 from wrapper.post import post_comment
 from wrapper.review.budgetgate import defer_for_cap
+from wrapper.review.chunking import limit_error
 from wrapper.review.describe_size import (
     DescribePlan,
     DescribeRefusal,
@@ -117,11 +118,7 @@ def _plan(ctx: ReviewContext, data: PromptInput) -> DescribePlan | None:
     overhead = estimate_tokens(bare) + _NOTE_MARGIN  # the note's own cost: plan_describe's
     plan = plan_describe(data.diff, limit, overhead)
     if isinstance(plan, DescribeRefusal):
-        raise KdevError(
-            f"{plan.WHAT}: {plan.detail} ({limit.tokens}-token limit, {limit.source}; "
-            f"{overhead} tokens of prompt without the diff)",
-            plan.reason,
-        )
+        raise limit_error(plan, limit, overhead)
     return plan
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from wrapper.config import CommandReviewer, KdevConfig, OpenAIReviewer
 from wrapper.errors import KdevError
 from wrapper.review.chunk_merge import ChunkResult, MergeRefusal, merge_chunks
-from wrapper.review.chunking import Chunk, ChunkPlan, ChunkRefusal, plan_chunks
+from wrapper.review.chunking import Chunk, ChunkPlan, plan_within
 from wrapper.review.findings import Finding
 from wrapper.review.findings_contract import REQUEST_CHANGES, ParsedReview
 from wrapper.review.prompt import PART_NOTE, PromptInput, part_note
@@ -37,19 +37,6 @@ from wrapper.review.verdict_grammar import parse_verdict
 
 # The part note's words and its fence, beyond the estimate of the note itself.
 _NOTE_MARGIN = 16
-
-
-def plan_within(diff: str, limit: Limit, overhead: int) -> ChunkPlan:
-    """``diff``'s chunks under ``limit`` less ``overhead`` (the prompt without a diff);
-    KdevError with the planner's reason when it cannot be cut (never a truncation)."""
-    plan = plan_chunks(diff, limit.tokens - overhead)
-    if isinstance(plan, ChunkRefusal):
-        raise KdevError(
-            f"{plan.WHAT}: {plan.detail} ({limit.tokens}-token limit, {limit.source}; "
-            f"{overhead} tokens of prompt without the diff)",
-            plan.reason,
-        )
-    return plan
 
 
 @dataclass(frozen=True)
