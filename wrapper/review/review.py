@@ -208,7 +208,8 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
 
     # 4. Budget gate: legs started in the trailing 24 h, rounds per PR, concurrency.
     # (The leg's modules are imported only now: a carry-forward never runs a leg.)
-    # A diff over the prompt limit is one leg per chunk, all counted (D89).
+    # A diff over the prompt limit is one leg per chunk, all counted (D89); a roster
+    # round is planned per reviewer here, every reviewer leg counted (D95).
     from wrapper.review.chunked_leg import plan_or_defer
     from wrapper.review.leg import prompt_input, run_leg
 
