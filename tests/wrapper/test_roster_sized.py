@@ -211,3 +211,41 @@ def test_the_validator_of_a_chunked_finding_stays_within_the_limit(tmp_path: Pat
         # The file's whole diff is over the limit: the validator got the part with it.
         assert estimate_tokens(validator) <= LIMIT and "+# TODO" in validator
         assert "+value_0 = 0 " not in validator
+
+
+# --- the plan, without a round ------------------------------------------------------------
+
+LONG_CONTEXT = "# Agents\n\n## pkg-reviewer\n\n" + "Check every public name with care. " * 60 + "\n"
+
+
+def test_each_reviewer_gets_its_own_room_and_the_root_ones_share_the_diff(
+    tmp_path: Path,
+) -> None:
+    from tests.wrapper.test_chunking import diff_of
+    from wrapper.config import KdevConfig
+    from wrapper.review.prompt import PromptInput
+    from wrapper.review.roster import build_roster
+    from wrapper.review.roster_chunks import plan_roster
+    from wrapper.review.roster_diff import split_diff
+
+    diff = diff_of(tmp_path, {"app.py": "0\n"}, {"app.py": "0\n", "pkg/big.py": BIG})
+    blocks = split_diff(diff)
+    files = {"AGENT-REVIEWERS.md": ROOT_ROSTER, "pkg/AGENT-REVIEWERS.md": LONG_CONTEXT}
+    roster = build_roster(files, blocks)
+    config = KdevConfig.model_validate(
+        {
+            "reviewer": {"backend": "command", "argv": ["true"], "model": "stub"},
+            "size_policy": {"max_prompt_tokens": LIMIT},
+        }
+    )
+    data = PromptInput(REPO, 1, "t", "b", "a", "main", "0" * 40, diff, "https://x/1")
+    planned = plan_roster(config, roster, blocks, data)
+    legs = {plan.reviewer.name: plan.legs for plan in planned.reviewers}
+    # Fewer files but less room: pkg-reviewer's long instructions cost it chunks.
+    assert legs["pkg-reviewer"] > legs["code-reviewer"] > 1
+    assert planned.legs == sum(legs.values()) and planned.chunk_count == legs["pkg-reviewer"]
+    # Root-scoped reviewers read the whole diff: the diff itself, not a copy of it.
+    [root] = [p.reviewer for p in planned.reviewers if p.reviewer.name == "code-reviewer"]
+    assert planned.diffs[root.changed_files] is diff
+    for key in planned.leg_keys():
+        assert estimate_tokens(planned.prompt(key, data, None)) <= LIMIT
