@@ -106,16 +106,14 @@ def _verdict_line(review: ParsedReview) -> str:
 
 
 def _files(reviewed: Sequence[str], not_reviewed: Sequence[NotReviewed]) -> str:
-    lines = [f"Files reviewed ({len(reviewed)}): {listed([code_span(p) for p in reviewed])}"]
+    lines = [f"Files reviewed ({len(reviewed)}): {_listed([code_span(p) for p in reviewed])}"]
     if not_reviewed:
         items = [f"{code_span(f.path)} ({_one_line(f.why)})" for f in not_reviewed]
-        lines.append(f"Files not reviewed ({len(not_reviewed)}): {listed(items)}")
+        lines.append(f"Files not reviewed ({len(not_reviewed)}): {_listed(items)}")
     return "\n".join(f"- {line}" for line in lines)
 
 
-def listed(items: Sequence[str]) -> str:
-    """``items`` joined with commas, at most MAX_FILES_LISTED and MAX_FILES_CHARS of them,
-    the rest counted ("and N more"); "none" for none."""
+def _listed(items: Sequence[str]) -> str:
     if not items:
         return "none"
     shown: list[str] = []
@@ -253,3 +251,10 @@ def _cut(text: str, limit: int) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def listed(items: Sequence[str]) -> str:
+    """``items`` joined with commas, at most MAX_FILES_LISTED and MAX_FILES_CHARS of them,
+    the rest counted ("and N more"); "none" for none (a summary's file lists, and
+    describe-pr's list of what it did not read, D95)."""
+    return _listed(items)
