@@ -249,3 +249,26 @@ def test_each_reviewer_gets_its_own_room_and_the_root_ones_share_the_diff(
     assert planned.diffs[root.changed_files] is diff
     for key in planned.leg_keys():
         assert estimate_tokens(planned.prompt(key, data, None)) <= LIMIT
+
+
+def test_a_roster_round_takes_its_exclusion_file_from_the_base_only(tmp_path: Path) -> None:
+    files = {
+        "app.py": "print('hi')\n",
+        "AGENT-REVIEWERS.md": ROOT_ROSTER,
+        ".kdev/exclusions.yaml": "exclude: ['docs/**']\n",
+    }
+    with open_bench(tmp_path, files) as bench:
+        where = tmp_path / "prompts"
+        head = {
+            ".kdev/exclusions.yaml": "exclude: ['src/**']\n",  # the PR's own: ignored
+            "src/hidden.py": "HIDDEN_FROM_NOBODY = 1\n",
+            "docs/notes.md": "BASE_EXCLUDED_TEXT\n",
+        }
+        pr = bench.sim.open_pr(REPO, "f", head).number
+        report = _review(bench, pr, _config(bench), where)
+        assert report.outcome is Outcome.REVIEWED
+        [prompt] = _prompts(where)  # code-reviewer alone
+        assert "HIDDEN_FROM_NOBODY" in diff_section(prompt)
+        assert "BASE_EXCLUDED_TEXT" not in prompt
+        assert "docs/notes.md (config: " in prompt.split("untrusted-excluded", 1)[1]
+        assert "- docs/notes.md (config: " in Path(report.artifact).read_text()
