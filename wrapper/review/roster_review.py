@@ -48,6 +48,7 @@ from wrapper.review.roster import (
 from wrapper.review.roster_diff import has_blocking_finding, split_diff
 from wrapper.review.sandbox import Sandbox
 from wrapper.review.validator import diffs_by_path, disposition, validate
+from wrapper.usage import UsageMeter
 
 
 def load_base_roster(git: Git, base_ref: str, diff: str) -> tuple[Roster, dict[str, str]]:
@@ -127,6 +128,7 @@ def run_roster_review(
     transport: httpx.BaseTransport | None = None,
     template_path: str | None = None,
     sandbox: Sandbox | None = None,
+    meter: UsageMeter | None = None,
 ) -> ReviewResult:
     """Run one leg per roster reviewer (the first leg already recorded by the caller)
     and merge them. Raises ConfigError ``empty_roster`` when no reviewer applies, and
@@ -147,6 +149,7 @@ def run_roster_review(
             extra_env_names=env_names,
             transport=transport,
             sandbox=sandbox,
+            meter=meter,
         )
         return result.body
 
@@ -170,7 +173,7 @@ def run_roster_review(
             ledger.record_leg_start(data.repo, data.pr, data.head_sha)
             return run_reviewer_text(
                 backend, prompt, worktree, environ, extra_env_names=env_names,
-                transport=transport, sandbox=sandbox,
+                transport=transport, sandbox=sandbox, meter=meter,
             )  # fmt: skip
 
         checked = validate(findings, validator, diffs_by_path(blocks), validation_leg)
