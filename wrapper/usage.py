@@ -185,16 +185,36 @@ def describe(usage: LegUsage) -> str:
     return f"{usage.model}: {counted}; {spent}"
 
 
-USAGE_HEADER = "Usage ("
-
-
-def usage_header(legs: list[LegUsage]) -> str:
-    """The block a verdict opens with: ``Usage (N legs):`` then one ``- `` line a leg
-    (:func:`describe`); "" for no legs."""
+def summary(legs: list[LegUsage]) -> str:
+    """A round's legs in one line, the verdict header's ``USAGE:``: ``N legs: I in (C
+    cached), O out; $X (k reported, j computed)``, the legs whose tokens or cost are
+    unknown counted apart (with their reasons), never as zero; "" for no legs."""
     if not legs:
         return ""
-    listed = "".join(f"- {describe(leg)}\n" for leg in legs)
-    return f"{USAGE_HEADER}{len(legs)} leg{'s' if len(legs) != 1 else ''}):\n{listed}"
+    counted = [leg.tokens for leg in legs if leg.tokens is not None]
+    parts = [f"{len(legs)} leg{'s' if len(legs) != 1 else ''}:"]
+    if counted:
+        cached = sum(t.cached or 0 for t in counted)
+        parts.append(
+            f"{sum(t.tokens_in for t in counted)} in ({cached} cached), "
+            f"{sum(t.tokens_out for t in counted)} out;"
+        )
+    if len(counted) < len(legs):
+        parts.append(f"tokens of {len(legs) - len(counted)} unknown;")
+    known = [leg for leg in legs if leg.cost is not None]
+    if known:
+        total = sum((leg.cost for leg in known if leg.cost is not None), Decimal())
+        sources = ", ".join(
+            f"{n} {s.value}"
+            for s in (CostSource.REPORTED, CostSource.COMPUTED)
+            if (n := sum(leg.source is s for leg in known))
+        )
+        parts.append(f"${total.normalize():f} ({sources})")
+    unknown = [leg for leg in legs if leg.cost is None]
+    if unknown:
+        reasons = ", ".join(sorted({leg.reason or NOT_REPORTED for leg in unknown}))
+        parts.append(f"{'and ' if known else ''}cost of {len(unknown)} unknown ({reasons})")
+    return " ".join(parts)
 
 
 class UsageMeter:

@@ -116,10 +116,14 @@ def test_the_ledger_costs_and_metrics_agree_to_the_cent(bench: Bench) -> None:
 def test_the_verdict_and_explain_show_each_legs_usage(bench: Bench) -> None:
     prs = _run_three_shapes(bench)
     [verdict] = (bench.root / "reviews").rglob(f"pr-{prs['claude']}/patch-*.md")
-    body = verdict.read_text().split("---\n", 1)[1]
-    assert body.startswith(
-        "Usage (1 leg):\n- stub-claude: 12500 in (9000 cached), 700 out; $0.0417325 (reported)\n"
+    header, body = verdict.read_text().split("\n---\n", 1)
+    assert header.splitlines()[-1] == (
+        "USAGE: 1 leg: 12500 in (9000 cached), 700 out; $0.0417325 (1 reported)"
     )
+    assert body.startswith("Stub review")  # the review itself is as the reviewer wrote it
+    patch_id = verdict.name.removeprefix("patch-").removesuffix(".md")
+    record = bench.ledger().find_verdict(REPO, prs["claude"], patch_id)
+    assert record is not None and record.usage.startswith("1 leg: 12500 in")
     shown = _kdev(bench.kdev_env(), "explain", "--repo", REPO, "--pr", str(prs["prose"]))
     [usage] = shown["usage"]
     assert (usage["source"], usage["cost"], usage["reason"]) == (

@@ -29,7 +29,7 @@ from wrapper.usage import (
     UsageMeter,
     describe,
     priced,
-    usage_header,
+    summary,
 )
 from wrapper.usage_shapes import FORMATS, MALFORMED, UNREADABLE, command_output
 from wrapper.usage_shapes import openai_usage as parse_openai
@@ -169,18 +169,19 @@ def test_the_ledger_form_round_trips_and_refuses_a_cost_that_is_not_its_source()
             LegUsage.from_json(bad)
 
 
-def test_the_header_lists_each_leg_and_says_unknown_never_zero() -> None:
+def test_the_header_sums_the_legs_and_says_unknown_never_zero() -> None:
     legs = [
         LegUsage("m", Tokens(10, 2, 1), Decimal("0.50"), CostSource.REPORTED),
+        LegUsage("m", Tokens(5, 1), Decimal("0.25"), CostSource.COMPUTED),
         LegUsage("stub", None, None, CostSource.UNKNOWN, NO_USAGE_FORMAT),
     ]
-    header = usage_header(legs)
-    assert header.splitlines() == [
-        "Usage (2 legs):",
-        "- m: 10 in (1 cached), 2 out; $0.5 (reported)",
-        f"- stub: tokens unknown; cost unknown ({NO_USAGE_FORMAT})",
-    ]
-    assert usage_header([]) == "" and "$0" not in describe(legs[1])
+    assert summary(legs) == (
+        "3 legs: 15 in (1 cached), 3 out; tokens of 1 unknown; $0.75 (1 reported, 1 computed) "
+        f"and cost of 1 unknown ({NO_USAGE_FORMAT})"
+    )
+    assert summary(legs[2:]) == f"1 leg: tokens of 1 unknown; cost of 1 unknown ({NO_USAGE_FORMAT})"
+    assert summary([]) == "" and "$0" not in describe(legs[2])
+    assert describe(legs[0]) == "m: 10 in (1 cached), 2 out; $0.5 (reported)"
 
 
 def test_the_openai_backend_meters_its_answers_usage(tmp_path: Path) -> None:
@@ -214,3 +215,24 @@ def test_a_command_reviewer_is_read_in_its_usage_format(tmp_path: Path, usage_fo
     else:
         assert reported.tokens == Tokens(STUB_PROMPT, 700, 9000)
         assert reported.cost == (Decimal("0.0417325") if usage_format == "claude-json" else None)
+
+
+def test_the_verdict_header_carries_the_usage_line_and_files_without_it_still_parse() -> None:
+    from datetime import UTC, datetime
+
+    from wrapper.errors import LedgerError
+    from wrapper.ledger.codec import parse_verdict, render_verdict
+    from wrapper.ledger.records import VerdictRecord
+
+    record = VerdictRecord(
+        verdict="APPROVE", pr_url="", head_sha="a" * 40, patch_id="b" * 40, base="main",
+        reviewed_at=datetime(2026, 1, 2, tzinfo=UTC), model="m", body="USAGE: x\nVERDICT: APPROVE",
+        pr=3, usage="1 leg: 5 in (0 cached), 1 out; $0.01 (1 computed)",
+    )  # fmt: skip
+    text = render_verdict(record)
+    assert "REVIEWER_MODEL: m\nUSAGE: 1 leg: 5 in" in text
+    assert parse_verdict(text) == record
+    plain = render_verdict(VerdictRecord(**{**record.__dict__, "usage": ""}))
+    assert "\nUSAGE:" not in plain.split("\n---\n")[0] and parse_verdict(plain).usage == ""
+    with pytest.raises(LedgerError):
+        render_verdict(VerdictRecord(**{**record.__dict__, "usage": "two\nlines"}))

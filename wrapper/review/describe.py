@@ -33,6 +33,7 @@ from wrapper.review.review import (
     admit,
     over_budget,
 )
+from wrapper.review.leg_usage import record_usage_or_warn
 from wrapper.review.reviewer import run_reviewer_text
 from wrapper.review.steps import moved_on, patch_of_head
 
@@ -92,15 +93,19 @@ def _describe_leg(
 ) -> ReviewReport:
     with leg_worktree(ctx, req, git, pr_url, f"kdev-describe-pr{req.pr}-") as (reviewer, worktree):
         prompt = render_describe_prompt(data, ctx.config.describe_template)
-        output = run_reviewer_text(
-            reviewer,
-            prompt,
-            worktree,
-            ctx.environ,
-            extra_env_names=ctx.config.reviewer_env,
-            transport=ctx.reviewer_transport,
-            sandbox=ctx.sandbox,
-        )
+        try:
+            output = run_reviewer_text(
+                reviewer,
+                prompt,
+                worktree,
+                ctx.environ,
+                extra_env_names=ctx.config.reviewer_env,
+                transport=ctx.reviewer_transport,
+                sandbox=ctx.sandbox,
+                meter=ctx.meter,
+            )
+        finally:
+            record_usage_or_warn(ctx, req.repo, req.pr, req.head_sha, patch_id, "describe-pr")
         header = HEADER.format(head=req.head_sha[:12], model=reviewer.model)
         posted = post_comment(
             ctx.posting(req.repo, req.pr), f"{header}\n\n{output.strip()}\n", "describe"

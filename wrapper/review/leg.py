@@ -24,12 +24,12 @@ from wrapper.notify import failure_notification
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
 from wrapper.review.exclusions import exclusions_header
 from wrapper.review.findings import Finding
-from wrapper.review.leg_usage import record_failed_usage, record_usage
+from wrapper.review.leg_usage import record_usage_or_warn, record_usage
 from wrapper.review.patch_id import BASE_REF_PREFIX, PatchInfo
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
 from wrapper.review.sandbox import resolve_sandbox
-from wrapper.usage import usage_header
+from wrapper.usage import summary
 
 if TYPE_CHECKING:
     from wrapper.review.chunked_leg import SizedRound
@@ -117,7 +117,7 @@ def run_leg(
                 ctx, reviewer, git, pr, data, worktree, patch_id, sized
             )
         except BaseException:
-            record_failed_usage(ctx, req.repo, req.pr, req.head_sha, patch_id, "review-pr")
+            record_usage_or_warn(ctx, req.repo, req.pr, req.head_sha, patch_id, "review-pr")
             raise
         legs = record_usage(ctx, req.repo, req.pr, req.head_sha, patch_id, "review-pr")
         record = VerdictRecord(
@@ -128,10 +128,9 @@ def run_leg(
             base=pr.base_ref,
             reviewed_at=ctx.clock(),
             model=result.model,
-            body=_with_header(
-                exclusions_header(excluded), _with_header(usage_header(legs), result.body)
-            ),
+            body=_with_header(exclusions_header(excluded), result.body),
             pr=req.pr,
+            usage=summary(legs),
         )
         path = _record_verdict(ctx, req, record, round_payload)
     detail = deliver(ctx, req, record)

@@ -35,11 +35,12 @@ def record_usage(
     return legs
 
 
-def record_failed_usage(
+def record_usage_or_warn(
     ctx: ReviewContext, repo: str, pr: int, head_sha: str, patch_id: str | None, command: str
 ) -> None:
-    """:func:`record_usage` on a failed round's way out: a leg that failed after it spent
-    is still counted; a ledger that cannot take it is a WARNING, never the round's error."""
+    """:func:`record_usage` where its failure must not become the run's: on a failed
+    round's way out (a leg that failed after it spent is still counted) and after a
+    description leg; a ledger that cannot take it is a WARNING."""
     try:
         record_usage(ctx, repo, pr, head_sha, patch_id, command)
     except LedgerError as exc:
