@@ -37,10 +37,11 @@ ENV_NAME = "KDEV_METRICS_FILE"
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     METRIC: ("kdev review-pr outcomes and failures.", ("outcome",)),
     "kdev_reviewer_legs": ("Reviewer legs ended, by cost source.", ("repo", "model", "source")),
-    "kdev_reviewer_tokens": ("Reviewer tokens, by kind (in, out, cached).",
-                             ("repo", "model", "kind")),  # fmt: skip
-    "kdev_reviewer_cost_usd": ("Reviewer spend in USD (legs of a known cost).",
-                               ("repo", "model")),  # fmt: skip
+    "kdev_reviewer_tokens": (
+        "Reviewer tokens, by kind (in, out, cached).",
+        ("repo", "model", "kind"),
+    ),
+    "kdev_reviewer_cost_usd": ("Reviewer spend in USD (legs of known cost).", ("repo", "model")),
 }
 Counts = dict[str, dict[tuple[str, ...], float]]
 
@@ -121,10 +122,11 @@ def count_usage(repo: str, legs: Iterable[LegUsage], environ: Mapping[str, str])
     def change(counts: Counts) -> None:
         for leg in ended:
             _add(counts, "kdev_reviewer_legs", (repo, leg.model, leg.source.value), 1)
-            if leg.tokens is not None:
-                for kind, value in (("in", leg.tokens.tokens_in), ("out", leg.tokens.tokens_out),
-                                    ("cached", leg.tokens.cached or 0)):  # fmt: skip
-                    _add(counts, "kdev_reviewer_tokens", (repo, leg.model, kind), value)
+            tokens = leg.tokens
+            if tokens is not None:
+                kinds = {"in": tokens.tokens_in, "out": tokens.tokens_out, "cached": tokens.cached}
+                for kind, value in kinds.items():
+                    _add(counts, "kdev_reviewer_tokens", (repo, leg.model, kind), value or 0)
             if leg.cost is not None:
                 _add(counts, "kdev_reviewer_cost_usd", (repo, leg.model), float(leg.cost))
 

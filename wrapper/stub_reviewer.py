@@ -40,8 +40,13 @@ _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 FINDINGS_ASK = "info string is `kdev-findings`"
 # What the stub says it spent, in every envelope: prompt tokens (uncached, read from the
 # cache, written to it), answer tokens, and Claude's reported cost in USD.
-STUB_USAGE = {"input": 3000, "cache_read": 9000, "cache_write": 500, "output": 700,
-              "cost_usd": "0.0417325"}  # fmt: skip
+STUB_USAGE: dict[str, int | str] = {
+    "input": 3000,
+    "cache_read": 9000,
+    "cache_write": 500,
+    "output": 700,
+    "cost_usd": "0.0417325",
+}
 
 
 def diff_section(prompt: str) -> str:
@@ -146,27 +151,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _claude_envelope(review: str) -> str:
+    u = STUB_USAGE
+    usage = {
+        "input_tokens": u["input"],
+        "cache_read_input_tokens": u["cache_read"],
+        "cache_creation_input_tokens": u["cache_write"],
+        "output_tokens": u["output"],
+    }
+    # The cost as Claude prints it: a JSON number.
+    cost = float(str(u["cost_usd"]))
+    envelope = {"type": "result", "subtype": "success", "is_error": False, "result": review}
+    return json.dumps({**envelope, "total_cost_usd": cost, "usage": usage})
+
+
+def _codex_events(review: str, prompt: int) -> str:
+    u = STUB_USAGE
+    usage = {"input_tokens": prompt, "cached_input_tokens": u["cache_read"]}
+    events = [
+        {"type": "thread.started", "thread_id": "stub"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "i0", "type": "agent_message", "text": review}},
+        {"type": "turn.completed", "usage": {**usage, "output_tokens": u["output"]}},
+    ]
+    return "\n".join(json.dumps(event) for event in events)
+
+
 def enveloped(usage_format: str, review: str) -> str:
     """``review`` as ``usage_format``'s CLI prints it (unknown or empty: as it is)."""
     u = STUB_USAGE
     prompt = int(u["input"]) + int(u["cache_read"]) + int(u["cache_write"])
     if usage_format == "claude-json":
-        usage = {"input_tokens": u["input"], "cache_read_input_tokens": u["cache_read"],
-                 "cache_creation_input_tokens": u["cache_write"], "output_tokens": u["output"]}  # fmt: skip
-        return json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                           "result": review, "total_cost_usd": float(str(u["cost_usd"])),
-                           "usage": usage})  # fmt: skip
+        return _claude_envelope(review)
     if usage_format == "codex-jsonl":
-        events = [{"type": "thread.started", "thread_id": "stub"}, {"type": "turn.started"},
-                  {"type": "item.completed",
-                   "item": {"id": "item_0", "type": "agent_message", "text": review}},
-                  {"type": "turn.completed", "usage": {"input_tokens": prompt,
-                   "cached_input_tokens": u["cache_read"], "output_tokens": u["output"]}}]  # fmt: skip
-        return "\n".join(json.dumps(event) for event in events)
+        return _codex_events(review, prompt)
     if usage_format == "gemini-json":
-        tokens = {"prompt": prompt, "candidates": u["output"], "cached": u["cache_read"],
-                  "thoughts": 0, "tool": 0, "total": prompt + int(u["output"])}  # fmt: skip
-        return json.dumps({"response": review, "stats": {"models": {"stub": {"tokens": tokens}}}})
+        tokens = {"prompt": prompt, "candidates": u["output"], "cached": u["cache_read"]}
+        stats = {"models": {"stub": {"tokens": {**tokens, "thoughts": 0, "tool": 0}}}}
+        return json.dumps({"response": review, "stats": stats})
     return review
 
 

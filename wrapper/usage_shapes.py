@@ -72,7 +72,8 @@ def openai_usage(payload: Any) -> Reported:
         if details is not None:
             if not isinstance(details, dict):
                 raise _Malformed("prompt_tokens_details is not an object")
-            cached = None if details.get("cached_tokens") is None else _count(details, "cached_tokens")
+            if details.get("cached_tokens") is not None:
+                cached = _count(details, "cached_tokens")
         prompt = _count(usage, "prompt_tokens")
         return Reported(_tokens(prompt, _count(usage, "completion_tokens"), cached))
 

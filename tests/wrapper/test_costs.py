@@ -82,7 +82,9 @@ def test_the_ledger_costs_and_metrics_agree_to_the_cent(bench: Bench) -> None:
     )
     claude = by_pr[prs["claude"]]
     assert (claude.cost, claude.source.value, claude.tokens) == (
-        CLAUDE_COST, "reported", Tokens(12_500, 700, 9000)
+        CLAUDE_COST,
+        "reported",
+        Tokens(12_500, 700, 9000),
     )
     prose = by_pr[prs["prose"]]
     assert (prose.cost, prose.tokens, prose.source.value) == (None, None, "unknown")
@@ -94,14 +96,18 @@ def test_the_ledger_costs_and_metrics_agree_to_the_cent(bench: Bench) -> None:
     assert (report["total"]["legs"], report["total"]["legs_cost_unknown"]) == (3, 1)
     models = {row["model"]: row["cost_usd"] for row in report["by_model"]}
     assert models == {"m": "1.68", "stub-claude": "0.04", "stub": "0.00"}
-    assert {row["pr"]: row["legs"] for row in report["by_pr"]} == {n: 1 for n in prs.values()}
+    assert {row["pr"]: row["legs"] for row in report["by_pr"]} == dict.fromkeys(prs.values(), 1)
     [day] = report["by_day"]
     assert day["day"] == datetime.now(UTC).date().isoformat() and day["cost_usd"] == "1.72"
     # One leg not run, at the mean of the two legs of known cost.
     average = (OPENAI_COST + CLAUDE_COST) / 2
     assert report["saved"] == [
-        {"repo": REPO, "legs_not_run": 1, "average_leg_cost_usd": str(cents(average)),
-         "saved_usd": str(cents(average))}  # fmt: skip
+        {
+            "repo": REPO,
+            "legs_not_run": 1,
+            "average_leg_cost_usd": str(cents(average)),
+            "saved_usd": str(cents(average)),
+        }  # fmt: skip
     ]
 
     counts = read_all(bench.root / "kdev.prom")
@@ -127,7 +133,9 @@ def test_the_verdict_and_explain_show_each_legs_usage(bench: Bench) -> None:
     shown = _kdev(bench.kdev_env(), "explain", "--repo", REPO, "--pr", str(prs["prose"]))
     [usage] = shown["usage"]
     assert (usage["source"], usage["cost"], usage["reason"]) == (
-        "unknown", None, "reviewer_reports_no_usage"
+        "unknown",
+        None,
+        "reviewer_reports_no_usage",
     )
     assert any(line["source"] == "usage" for line in shown["timeline"])
 
@@ -160,4 +168,3 @@ def test_a_torn_usage_line_is_skipped_and_summing_is_exact(tmp_path: Path) -> No
     assert [r.usage.cost for r in records] == [Decimal("0.1"), Decimal("0.2"), Decimal("0.005")]
     report = summarize(records, None, {}, {}).to_json()
     assert report["total"]["cost_usd"] == "0.31" and report["by_day"][0]["day"] == "2026-01-02"
-

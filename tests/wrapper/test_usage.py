@@ -54,9 +54,17 @@ def test_the_openai_usage_block_gives_prompt_answer_and_cached_tokens() -> None:
         {"prompt_tokens": 1.5, "completion_tokens": 2},
         {"prompt_tokens": True, "completion_tokens": 2},
         {"prompt_tokens": 10},
-        {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 11}},
+        {
+            "prompt_tokens": 10,
+            "completion_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": 11},
+        },
         {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": []},
-        {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": "1"}},
+        {
+            "prompt_tokens": 10,
+            "completion_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": "1"},
+        },
     ],
 )
 def test_a_malformed_openai_usage_is_unknown_never_a_number(usage: Any) -> None:
@@ -115,12 +123,18 @@ def test_a_codex_stream_with_a_bad_turn_or_a_torn_line_records_unknown() -> None
     torn = "\n".join([*good, '{"type": "turn.comp'])
     assert command_output("codex-jsonl", torn) == (torn, Reported(None, None, UNREADABLE))
     no_turn = "\n".join(good[:-1])
-    assert command_output("codex-jsonl", no_turn) == ("VERDICT: APPROVE", Reported(None, None, NOT_REPORTED))
+    assert command_output("codex-jsonl", no_turn) == (
+        "VERDICT: APPROVE",
+        Reported(None, None, NOT_REPORTED),
+    )
 
 
 def test_a_prose_reviewer_reports_nothing_and_its_output_is_untouched() -> None:
     assert FORMATS[0] == "none"
-    assert command_output("none", '{"result": "x"}') == ('{"result": "x"}', Reported(None, None, NO_USAGE_FORMAT))
+    assert command_output("none", '{"result": "x"}') == (
+        '{"result": "x"}',
+        Reported(None, None, NO_USAGE_FORMAT),
+    )
 
 
 def test_a_reported_cost_wins_over_the_computed_one_and_says_so() -> None:
@@ -193,7 +207,10 @@ def test_the_openai_backend_meters_its_answers_usage(tmp_path: Path) -> None:
         upstream.answer = chat_completion("VERDICT: APPROVE", {"prompt_tokens": "many"})
         run_reviewer(reviewer, "p", tmp_path, {"OPENAI_API_KEY": "k" * 20}, meter=meter)
     assert result.verdict == "APPROVE"
-    assert meter.take() == [("m", Reported(Tokens(1200, 300, 200))), ("m", Reported(None, None, MALFORMED))]
+    assert meter.take() == [
+        ("m", Reported(Tokens(1200, 300, 200))),
+        ("m", Reported(None, None, MALFORMED)),
+    ]
     assert meter.take() == []
 
 

@@ -22,7 +22,9 @@ def costs_cmd(
     repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME (default: all).")] = None,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Legs from this time on: a duration back (7d) or an ISO time."),
+        typer.Option(
+            "--since", help="Legs from this time on: a duration back (7d) or an ISO time."
+        ),
     ] = None,
     reviews_dir: LedgerDir = None,
     as_json: JsonObject = False,

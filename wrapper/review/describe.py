@@ -25,6 +25,7 @@ from wrapper.post import post_comment
 from wrapper.review.budgetgate import defer_for_cap
 from wrapper.review.force import resolve_head
 from wrapper.review.leg import leg_worktree, prompt_input
+from wrapper.review.leg_usage import record_usage_or_warn
 from wrapper.review.prompt import PromptInput, render_describe_prompt
 from wrapper.review.review import (
     ReviewContext,
@@ -33,7 +34,6 @@ from wrapper.review.review import (
     admit,
     over_budget,
 )
-from wrapper.review.leg_usage import record_usage_or_warn
 from wrapper.review.reviewer import run_reviewer_text
 from wrapper.review.steps import moved_on, patch_of_head
 

@@ -24,7 +24,7 @@ from wrapper.notify import failure_notification
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
 from wrapper.review.exclusions import exclusions_header
 from wrapper.review.findings import Finding
-from wrapper.review.leg_usage import record_usage_or_warn, record_usage
+from wrapper.review.leg_usage import record_usage, record_usage_or_warn
 from wrapper.review.patch_id import BASE_REF_PREFIX, PatchInfo
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
@@ -113,9 +113,7 @@ def run_leg(
             prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
         )
         try:
-            result, round_payload = _review(
-                ctx, reviewer, git, pr, data, worktree, patch_id, sized
-            )
+            result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id, sized)
         except BaseException:
             record_usage_or_warn(ctx, req.repo, req.pr, req.head_sha, patch_id, "review-pr")
             raise
