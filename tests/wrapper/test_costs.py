@@ -110,6 +110,15 @@ def test_the_ledger_costs_and_metrics_agree_to_the_cent(bench: Bench) -> None:
         }  # fmt: skip
     ]
 
+    text = subprocess.run(
+        [str(BIN / "kdev"), "costs", "--repo", REPO], env=env, capture_output=True, text=True
+    ).stdout.splitlines()
+    assert text[0] == (
+        "since the first leg: $1.72  3 legs (1 of unknown cost), 412500 in (109000 cached), "
+        "50700 out"
+    )
+    assert text[-1] == (f"saved in {REPO}: 1 legs not run (carried forward), ${cents(average)}")
+
     counts = read_all(bench.root / "kdev.prom")
     spent = counts["kdev_reviewer_cost_usd"]
     assert str(cents(Decimal(repr(sum(spent.values()))))) == report["total"]["cost_usd"]

@@ -2,37 +2,63 @@
 run's :class:`~wrapper.usage.UsageMeter` holds is priced (:func:`wrapper.usage.priced`,
 kdev.yaml ``prices``), appended to the repository's usage log
 (:mod:`wrapper.ledger.usagelog`) and counted in the metrics textfile
-(:func:`wrapper.metrics.count_usage`); the verdict opens with them
-(:func:`wrapper.usage.usage_header`)."""
+(:func:`wrapper.metrics.count_usage`); the verdict header sums them
+(:func:`wrapper.usage.summary`)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from wrapper.errors import LedgerError
+from wrapper.ledger.files import LedgerFiles
 from wrapper.ledger.usagelog import UsageRecord, append_usage
 from wrapper.metrics import count_usage
-from wrapper.review.context import ReviewContext
-from wrapper.usage import LegUsage, priced
+from wrapper.usage import LegUsage, Price, UsageMeter, priced
+
+if TYPE_CHECKING:
+    from wrapper.review.context import ReviewContext
 
 log = logging.getLogger("kdev.review")
 
 
-def record_usage(
-    ctx: ReviewContext,
-    repo: str,
-    pr: int,
-    head_sha: str,
-    patch_id: str | None,
-    command: str,
+@dataclass(frozen=True)
+class LegOf:
+    """Whose legs they are: the repository, PR, head, patch-id and kdev command."""
+
+    repo: str
+    pr: int
+    head_sha: str
+    patch_id: str | None
+    command: str
+
+
+def record_legs(
+    ledger: LedgerFiles,
+    prices: Mapping[str, Price],
+    meter: UsageMeter,
+    of: LegOf,
+    at: datetime,
+    environ: Mapping[str, str],
 ) -> list[LegUsage]:
-    """The legs ended since the meter was last read, priced, recorded and counted."""
-    legs = [priced(model, reported, ctx.config.prices) for model, reported in ctx.meter.take()]
-    at = ctx.clock()
+    """The legs ended since ``meter`` was last read, priced, recorded and counted."""
+    legs = [priced(model, reported, prices) for model, reported in meter.take()]
     for usage in legs:
-        append_usage(ctx.ledger, UsageRecord(at, repo, pr, head_sha, patch_id, command, usage))
-    count_usage(repo, legs, ctx.environ)
+        record = UsageRecord(at, of.repo, of.pr, of.head_sha, of.patch_id, of.command, usage)
+        append_usage(ledger, record)
+    count_usage(of.repo, legs, environ)
     return legs
+
+
+def record_usage(
+    ctx: ReviewContext, repo: str, pr: int, head_sha: str, patch_id: str | None, command: str
+) -> list[LegUsage]:
+    """:func:`record_legs` of a review context's meter."""
+    of = LegOf(repo, pr, head_sha, patch_id, command)
+    return record_legs(ctx.ledger, ctx.config.prices, ctx.meter, of, ctx.clock(), ctx.environ)
 
 
 def record_usage_or_warn(
