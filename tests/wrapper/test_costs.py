@@ -12,9 +12,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.llmkit import chat_completion, fake_upstream, openai_usage
 from tests.wrapper.reviewbench import BIN, REPO, STUB, Bench
 from wrapper.costs import summarize
+from wrapper.errors import ReviewerFailed
 from wrapper.ledger.ledger import Ledger
 from wrapper.ledger.usagelog import USAGE_FILE, UsageRecord, append_usage, read_usage
 from wrapper.metrics import read_all
@@ -177,3 +180,29 @@ def test_a_torn_usage_line_is_skipped_and_summing_is_exact(tmp_path: Path) -> No
     assert [r.usage.cost for r in records] == [Decimal("0.1"), Decimal("0.2"), Decimal("0.005")]
     report = summarize(records, None, {}, {}).to_json()
     assert report["total"]["cost_usd"] == "0.31" and report["by_day"][0]["day"] == "2026-01-02"
+
+
+def test_a_leg_that_fails_after_it_spent_is_still_recorded(bench: Bench) -> None:
+    """An answer without a verdict fails the round (no_verdict), but its tokens were
+    spent: the usage log has them, priced, and no verdict is written."""
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "x = 1\n"})
+    with fake_upstream() as upstream:
+        upstream.answer = chat_completion("I forgot the verdict.", openai_usage(1000, 10))
+        reviewer = {"backend": "openai", "base_url": upstream.url, "model": "m",
+                    "api_key_env": "REVIEWER_KEY", "max_attempts": 1}  # fmt: skip
+        config = bench.config(reviewer=reviewer, prices=PRICES)
+        with pytest.raises(ReviewerFailed) as caught:
+            bench.review(pr.number, config=config, environ={"REVIEWER_KEY": "k" * 24})
+    assert caught.value.reason == "no_verdict"
+    [record] = read_usage(bench.ledger(), REPO)
+    assert (record.pr, record.head_sha, record.command) == (pr.number, pr.head_sha, "review-pr")
+    assert record.usage.cost == Decimal("0.00315")  # 1000 in at $3, 10 out at $15 per million
+    assert not list((bench.root / "reviews").rglob("patch-*.md"))
+
+
+def test_costs_refuses_a_repository_that_is_not_owner_name(bench: Bench) -> None:
+    done = subprocess.run(
+        [str(BIN / "kdev"), "costs", "--repo", "../etc"],
+        env=bench.kdev_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode != 0 and "[invalid_repo]" in done.stderr
