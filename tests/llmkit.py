@@ -15,12 +15,27 @@ from typing import Any
 CANNED = {"content": [{"type": "text", "text": "Looks fine.\nVERDICT: APPROVE"}]}
 
 
-def chat_completion(content: str) -> bytes:
+def chat_completion(content: str, usage: Any = None) -> bytes:
     """An OpenAI-compatible ``/chat/completions`` answer whose message is ``content``
-    (for kdev's ``openai`` reviewer pointed at :func:`fake_upstream`)."""
-    return json.dumps(
-        {"choices": [{"message": {"role": "assistant", "content": content}}]}
-    ).encode()
+    (for kdev's ``openai`` reviewer pointed at :func:`fake_upstream`), with ``usage`` as
+    its ``usage`` field when given (:func:`openai_usage` builds the documented one)."""
+    answer: dict[str, Any] = {"choices": [{"message": {"role": "assistant", "content": content}}]}
+    if usage is not None:
+        answer["usage"] = usage
+    return json.dumps(answer).encode()
+
+
+def openai_usage(prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+    """The ``usage`` of an OpenAI chat completion: ``prompt_tokens`` (the cached ones
+    among them), ``completion_tokens``, ``total_tokens``."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 @dataclass(frozen=True)

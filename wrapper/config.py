@@ -35,6 +35,7 @@ from wrapper.config_notify import LogTarget as LogTarget
 from wrapper.config_notify import NotifyTarget as NotifyTarget
 from wrapper.config_notify import WebhookTarget as WebhookTarget
 from wrapper.config_notify import default_notify as default_notify
+from wrapper.config_prices import ModelPrice, UsageFormat
 from wrapper.config_review import ReviewPostSettings
 from wrapper.config_sizing import SizePolicy
 from wrapper.errors import ConfigError
@@ -130,6 +131,7 @@ class CommandReviewer(_Strict):
     network: bool = True
     # kdev holds the key and forwards the CLI's calls (no network inside the sandbox).
     api_proxy: ApiProxy | None = None
+    usage: UsageFormat = "none"  # how its stdout reports usage (wrapper.usage_shapes, D103)
 
     @model_validator(mode="after")
     def _proxy_holds_the_key(self) -> CommandReviewer:
@@ -289,6 +291,7 @@ class KdevConfig(_Strict):
     merge_gate: MergeGateSettings = Field(default_factory=MergeGateSettings)  # D85
     exclusions: ExclusionSettings = Field(default_factory=ExclusionSettings)  # D87
     size_policy: SizePolicy = Field(default_factory=SizePolicy)  # D89
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)  # D104
 
     @field_validator("recipients")
     @classmethod

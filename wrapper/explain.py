@@ -37,6 +37,8 @@ from wrapper.errors import KdevError
 from wrapper.gh import get_pull
 from wrapper.ledger.ledger import Ledger, LedgerRow
 from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
+from wrapper.ledger.usagelog import read_usage
+from wrapper.usage import describe
 
 
 class EngineReader(Protocol):
@@ -75,6 +77,7 @@ class Explanation:
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     pull: PullRequest | None = None  # GitHub's answer; None when it could not be read
+    usage: list[dict[str, Any]] = field(default_factory=list)  # usage.jsonl lines (D103)
 
     def to_json(self) -> dict[str, Any]:
         pull = self.pull
@@ -96,6 +99,7 @@ class Explanation:
             "engine": self.engine,
             "outcomes": self.outcomes,
             "problems": self.problems,
+            "usage": self.usage,
         }
 
 
@@ -171,6 +175,9 @@ def explain(
     result.outcomes = [e.to_json() for e in entries]
     result.timeline = build_timeline(side, entries, rows, now)
     result.fate, result.verdict = verdict(result, side, entries, rows, engine, now)
+    legs = [r for r in read_usage(ledger, repo) if r.pr == pr]
+    result.usage = [{"at": iso_utc(r.at), **r.usage.to_json()} for r in legs]
+    result.timeline += [Line(r.at, "usage", describe(r.usage)) for r in legs]
     return result
 
 

@@ -17,6 +17,9 @@ Environment (allow-list these names in ``reviewer_env`` so they reach the stub):
 - ``KDEV_STUB_EXIT``: exit with this code, printing no verdict, for failure tests
 - ``KDEV_STUB_PROMPTS``: a directory each prompt is also written to (``prompt-N.txt``),
   for tests that check what each leg was sent (chunked rounds, D89)
+- ``KDEV_STUB_USAGE``: ``claude-json``, ``codex-jsonl`` or ``gemini-json``: print the
+  review inside that CLI's JSON envelope with the fixed usage of :data:`STUB_USAGE`
+  (docs/reviewers.md "Usage and cost"; the reviewer's ``usage`` names the same format)
 
 Prefer ``python -P -m wrapper.stub_reviewer``: the reviewer's working directory is the
 PR's worktree, and ``-P`` keeps Python from importing modules from it.
@@ -35,6 +38,15 @@ MARKERS = ("TODO", "FIXME")
 _DIFF_OPEN = re.compile(r"^(`{3,})untrusted-diff[ \t]*$")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 FINDINGS_ASK = "info string is `kdev-findings`"
+# What the stub says it spent, in every envelope: prompt tokens (uncached, read from the
+# cache, written to it), answer tokens, and Claude's reported cost in USD.
+STUB_USAGE: dict[str, int | str] = {
+    "input": 3000,
+    "cache_read": 9000,
+    "cache_write": 500,
+    "output": 700,
+    "cost_usd": "0.0417325",
+}
 
 
 def diff_section(prompt: str) -> str:
@@ -134,8 +146,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         number = len(list(os.scandir(keep)))
         with open(os.path.join(keep, f"prompt-{number}.txt"), "x", encoding="utf-8") as out:
             out.write(prompt)
-    print(stub_findings(prompt) if asked_for_findings(prompt) else stub_review(prompt))
+    review = stub_findings(prompt) if asked_for_findings(prompt) else stub_review(prompt)
+    print(enveloped(os.environ.get("KDEV_STUB_USAGE", ""), review))
     return 0
+
+
+def _claude_envelope(review: str) -> str:
+    u = STUB_USAGE
+    usage = {
+        "input_tokens": u["input"],
+        "cache_read_input_tokens": u["cache_read"],
+        "cache_creation_input_tokens": u["cache_write"],
+        "output_tokens": u["output"],
+    }
+    # The cost as Claude prints it: a JSON number.
+    cost = float(str(u["cost_usd"]))
+    envelope = {"type": "result", "subtype": "success", "is_error": False, "result": review}
+    return json.dumps({**envelope, "total_cost_usd": cost, "usage": usage})
+
+
+def _codex_events(review: str, prompt: int) -> str:
+    u = STUB_USAGE
+    usage = {"input_tokens": prompt, "cached_input_tokens": u["cache_read"]}
+    events = [
+        {"type": "thread.started", "thread_id": "stub"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "i0", "type": "agent_message", "text": review}},
+        {"type": "turn.completed", "usage": {**usage, "output_tokens": u["output"]}},
+    ]
+    return "\n".join(json.dumps(event) for event in events)
+
+
+def enveloped(usage_format: str, review: str) -> str:
+    """``review`` as ``usage_format``'s CLI prints it (unknown or empty: as it is)."""
+    u = STUB_USAGE
+    prompt = int(u["input"]) + int(u["cache_read"]) + int(u["cache_write"])
+    if usage_format == "claude-json":
+        return _claude_envelope(review)
+    if usage_format == "codex-jsonl":
+        return _codex_events(review, prompt)
+    if usage_format == "gemini-json":
+        tokens = {"prompt": prompt, "candidates": u["output"], "cached": u["cache_read"]}
+        stats = {"models": {"stub": {"tokens": {**tokens, "thoughts": 0, "tool": 0}}}}
+        return json.dumps({"response": review, "stats": stats})
+    return review
 
 
 if __name__ == "__main__":

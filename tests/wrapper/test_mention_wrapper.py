@@ -24,6 +24,7 @@ from ghsim import GitHubSim
 from tests.wrapper.reviewbench import BIN, REPO, ROOT, Bench
 from wrapper.config import load_config
 from wrapper.errors import ConfigError, LedgerError, Outcome
+from wrapper.ledger.usagelog import read_usage
 from wrapper.neutralise import escape_prose, neutralise, prepare_comment
 from wrapper.post import PostingContext, post_comment
 from wrapper.review.describe import describe_pr
@@ -239,6 +240,13 @@ def test_describe_posts_a_description_comment_and_counts_a_leg(bench: Bench) -> 
     assert find_mention(comment.body, HANDLE) is None and not has_raw_html(comment.body)
     assert comment.id in bench.ledger().posted_comment_ids(REPO)
     assert bench.legs() == 1
+    # The description leg's usage is recorded as a review leg's is (D103).
+    [usage] = read_usage(bench.ledger(), REPO)
+    assert (usage.command, usage.head_sha, usage.usage.source.value) == (
+        "describe-pr",
+        pr.head_sha,
+        "unknown",
+    )
     assert bench.sim.pull(REPO, pr.number).body == "original body"  # never edited
     assert bench.ledger().read_index(REPO, pr.number) == {}  # not a review verdict
 

@@ -32,7 +32,12 @@ def test_a_review_writes_the_verdict_file_index_and_notification(bench: Bench) -
         "BASE",
         "REVIEWED_AT",
         "REVIEWER_MODEL",
+        "USAGE",  # the stub reports nothing: unknown, never zero (D103)
     ]
+    assert (
+        header[-1]
+        == "USAGE: 1 leg: tokens of 1 unknown; cost of 1 unknown (reviewer_reports_no_usage)"
+    )
     assert f"HEAD_SHA: {pr.head_sha}" in header
     assert f"PR: {pr.number}" in header
     [url_line] = [line for line in header if line.startswith("PR_URL: ")]

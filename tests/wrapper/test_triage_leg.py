@@ -27,6 +27,7 @@ from wrapper.authorloop.triage import Basis, Priority, Source
 from wrapper.authorloop.triage_leg import parse_answer, triage_prompt
 from wrapper.config import KdevConfig
 from wrapper.ledger.ledger import Ledger
+from wrapper.ledger.usagelog import read_usage
 
 KDEV = str(Path(sys.executable).with_name("kdev"))
 
@@ -183,6 +184,9 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
     assert shown["ignored"] == ["TRIAGE: 999999: fix: not asked"]
     assert unsure.id not in read_decisions(world.ledger(), REPO, pr)
     assert world.legs() == 1  # one leg for the four undecided comments, counted
+    # Its usage is recorded as the review legs' are: a prose CLI reports none (D103).
+    [usage] = [r for r in read_usage(world.ledger(), REPO) if r.command == "triage"]
+    assert (usage.pr, usage.usage.source.value, usage.usage.cost) == (pr, "unknown", None)
     # The escalation reached the owner once.
     assert len((world.root / "notes.jsonl").read_text().splitlines()) == 1
     # The next run asks only about the comment still undecided.

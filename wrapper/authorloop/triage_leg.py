@@ -35,8 +35,10 @@ from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger.ledger import Ledger
 from wrapper.ledger.leftovers import make_scratch
 from wrapper.review.budget import decide_budget
+from wrapper.review.leg_usage import LegOf, record_legs
 from wrapper.review.reviewer import run_reviewer_text
 from wrapper.review.sandbox import resolve_sandbox
+from wrapper.usage import UsageMeter
 
 _LINE = re.compile(r"^\s*TRIAGE:(.*)$", re.MULTILINE)
 _WELL_FORMED = re.compile(r"\s*([1-9][0-9]{0,18})\s*:\s*(fix|reject|escalate)\s*:\s*(\S.*?)\s*")
@@ -154,6 +156,7 @@ def ask_triage_reviewer(
     if isinstance(backend, CommandReviewer):
         sandbox = resolve_sandbox(config.sandbox, config.sandbox_bwrap, config.sandbox_paths)
     ledger.record_leg_start(repo, pr, head_sha)
+    meter = UsageMeter()
     scratch = make_scratch(f"kdev-triage{pr}-")
     scratch.chmod(0o711)  # a fallback sandbox's separate uid reaches the directory inside
     try:
@@ -166,6 +169,7 @@ def ask_triage_reviewer(
             environ,
             extra_env_names=config.reviewer_env,
             sandbox=sandbox,
+            meter=meter,
         )
     except KdevError as exc:
         raise KdevError(
@@ -175,6 +179,8 @@ def ask_triage_reviewer(
         ) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        of = LegOf(repo, pr, head_sha, None, "triage")
+        record_legs(ledger, config.prices, meter, of, when, environ)
     # Its reasons are stored and may be posted by close-out: a secret stops them here.
     refuse_leak(output, known_secrets(config, environ), "the triage reviewer's answer")
     return parse_answer(output, asked)

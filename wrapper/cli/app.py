@@ -4,11 +4,11 @@ Each verb group lives in a module of its own and is listed in :data:`VERBS`, in 
 ``kdev -h`` lists them: review-pr/describe-pr/reviewers (:mod:`wrapper.cli.review`),
 verdicts and ``verdict show`` (:mod:`wrapper.cli.verdicts`), pr-sweep
 (:mod:`wrapper.cli.sweep`), the author's loop (:mod:`wrapper.cli.authorloop`,
-:mod:`wrapper.cli.loop`), explain (:mod:`wrapper.cli.explain`), ``config``
-(:mod:`wrapper.cli.config`) and ``init`` (:mod:`wrapper.cli.init`). A verb's module is
-imported only when that verb is looked up (:mod:`wrapper.cli.lazy`), so ``kdev review-pr``
-does not import the others. The root options, error mapping and ledger opening are in
-:mod:`wrapper.cli.common`.
+:mod:`wrapper.cli.loop`), explain (:mod:`wrapper.cli.explain`), costs
+(:mod:`wrapper.cli.costs`), ``config`` (:mod:`wrapper.cli.config`) and ``init``
+(:mod:`wrapper.cli.init`). A verb's module is imported only when that verb is looked up
+(:mod:`wrapper.cli.lazy`), so ``kdev review-pr`` does not import the others. The root
+options, error mapping and ledger opening are in :mod:`wrapper.cli.common`.
 
 Every error prints one line ``error: <message> [<reason_code>]`` and exits with the code
 of its class (docs/wrapper.md). Every decision of ``review-pr`` exits 0.
@@ -48,6 +48,7 @@ VERBS = {
     "loop-status": "wrapper.cli.loop:loop_status_cmd",
     "close-out": "wrapper.cli.loop:close_out_cmd",
     "explain": "wrapper.cli.explain:explain_cmd",
+    "costs": "wrapper.cli.costs:costs_cmd",
     "verdict": "wrapper.cli.verdicts:verdict_app",
     "config": "wrapper.cli.config:config_app",
     "reviewers": "wrapper.cli.review:reviewers_app",

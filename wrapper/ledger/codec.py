@@ -28,6 +28,8 @@ from wrapper.ledger.records import (
 
 # --- pure: the verdict file grammar -------------------------------------------------
 
+USAGE_KEY = "USAGE"  # optional, after REVIEWER_MODEL (issue 31, D103)
+
 PR_NUMBER_RE = re.compile(r"^[1-9][0-9]{0,9}$")
 
 
@@ -64,6 +66,8 @@ def render_verdict(record: VerdictRecord) -> str:
         _header_value("REVIEWER_MODEL", record.model, may_be_empty=True),
     )
     header = "".join(f"{key}: {value}\n" for key, value in zip(HEADER_KEYS, values, strict=True))
+    if record.usage:
+        header += f"{USAGE_KEY}: {_header_value(USAGE_KEY, record.usage)}\n"
     return f"{header}{SEPARATOR}\n{record.body}\n"
 
 
@@ -86,10 +90,13 @@ def parse_verdict(text: str) -> VerdictRecord:
 
     The header is ``PR: <number>`` then ``PR_URL: <url>``; a file of the old header
     (``PR: <url>``, no ``PR_URL`` line, written before issue 18) parses too, with ``pr``
-    None (the ledger knows the number from the file's directory)."""
+    None (the ledger knows the number from the file's directory). An optional ``USAGE:``
+    line may follow ``REVIEWER_MODEL`` (D103)."""
     lines = text.split("\n")
     old = len(lines) > 2 and lines[2].startswith("HEAD_SHA:")
     keys = OLD_HEADER_KEYS if old else HEADER_KEYS
+    if not old and len(lines) > len(keys) and lines[len(keys)].startswith(f"{USAGE_KEY}: "):
+        keys = (*keys, USAGE_KEY)
     values = _header_values(lines, keys)
     pr: int | None = None
     if old:
@@ -117,6 +124,7 @@ def parse_verdict(text: str) -> VerdictRecord:
         model=values["REVIEWER_MODEL"],
         body=body,
         pr=pr,
+        usage=values.get(USAGE_KEY, ""),
     )
 
 

@@ -31,11 +31,12 @@ A verdict file is exactly::
     BASE: <branch>
     REVIEWED_AT: <ISO 8601 UTC, ending in Z>
     REVIEWER_MODEL: <model>
+    USAGE: <the round's legs in one line>   (optional: wrapper.usage.summary, D103)
     ---
     <review body, verbatim>
 
 followed by one newline that is not part of the body. Files of the old header
-(``PR: <url>`` and no ``PR_URL`` line) still parse.
+(``PR: <url>`` and no ``PR_URL`` line) and files without ``USAGE`` still parse.
 
 Crash safety: verdict files, index.json and markers are written to a hidden temp file in
 the same directory, flushed and fsync'd, ``os.replace``d, and then the directory is

@@ -102,6 +102,9 @@ class VerdictRecord:
     # The PR number (the ``PR:`` line). None until the ledger writes the record under its
     # PR (Ledger.write_verdict fills it in) or when an old-header file is parsed alone.
     pr: int | None = None
+    # The round's legs in one line (wrapper.usage.summary, D103): the optional ``USAGE:``
+    # header line after REVIEWER_MODEL; "" writes none (and is what older files read as).
+    usage: str = ""
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,7 @@ def run_chunked(
                 extra_env_names=ctx.config.reviewer_env,
                 transport=ctx.reviewer_transport,
                 sandbox=ctx.sandbox,
+                meter=ctx.meter,
             )
             output = leg.body
             parsed = ParsedReview("prose", leg.verdict, leg.body)

@@ -22,6 +22,7 @@ from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
 from wrapper.post import PostingContext
 from wrapper.review.sandbox import Sandbox
+from wrapper.usage import UsageMeter
 
 log = logging.getLogger("kdev.review")
 
@@ -86,6 +87,8 @@ class ReviewContext:
     # The schedule's own targets (a repos.yaml entry's notify when the sweep retries a
     # deferral); None: routed by wrapper.notify.route.
     schedule_notify: list[NotifyTarget] | None = None
+    # The usage of this run's reviewer legs, recorded with the round (D103).
+    meter: UsageMeter = field(default_factory=UsageMeter)
 
     def posting(self, repo: str, pr: int) -> PostingContext:
         """What posting on ``repo`` #``pr`` takes, from this context."""

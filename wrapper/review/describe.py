@@ -40,6 +40,7 @@ from wrapper.review.describe_size import (
 )
 from wrapper.review.force import resolve_head
 from wrapper.review.leg import leg_worktree, prompt_input
+from wrapper.review.leg_usage import record_usage_or_warn
 from wrapper.review.prompt import PromptInput, render_describe_prompt
 from wrapper.review.review import (
     ReviewContext,
@@ -135,15 +136,19 @@ def _describe_leg(
     with leg_worktree(ctx, req, git, pr_url, f"kdev-describe-pr{req.pr}-") as (reviewer, worktree):
         note = unread_note(unread)
         prompt = render_describe_prompt(data, ctx.config.describe_template, note)
-        output = run_reviewer_text(
-            reviewer,
-            prompt,
-            worktree,
-            ctx.environ,
-            extra_env_names=ctx.config.reviewer_env,
-            transport=ctx.reviewer_transport,
-            sandbox=ctx.sandbox,
-        )
+        try:
+            output = run_reviewer_text(
+                reviewer,
+                prompt,
+                worktree,
+                ctx.environ,
+                extra_env_names=ctx.config.reviewer_env,
+                transport=ctx.reviewer_transport,
+                sandbox=ctx.sandbox,
+                meter=ctx.meter,
+            )
+        finally:
+            record_usage_or_warn(ctx, req.repo, req.pr, req.head_sha, patch_id, "describe-pr")
         header = HEADER.format(head=req.head_sha[:12], model=reviewer.model)
         posted = post_comment(
             ctx.posting(req.repo, req.pr),

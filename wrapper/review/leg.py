@@ -24,10 +24,12 @@ from wrapper.notify import failure_notification
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, notify
 from wrapper.review.exclusions import exclusions_header
 from wrapper.review.findings import Finding
+from wrapper.review.leg_usage import record_usage, record_usage_or_warn
 from wrapper.review.patch_id import BASE_REF_PREFIX, PatchInfo
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, run_reviewer
 from wrapper.review.sandbox import resolve_sandbox
+from wrapper.usage import summary
 
 if TYPE_CHECKING:
     from wrapper.review.chunked_leg import SizedRound
@@ -111,7 +113,12 @@ def run_leg(
         data = replace(
             prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
         )
-        result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id, sized)
+        try:
+            result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id, sized)
+        except BaseException:
+            record_usage_or_warn(ctx, req.repo, req.pr, req.head_sha, patch_id, "review-pr")
+            raise
+        legs = record_usage(ctx, req.repo, req.pr, req.head_sha, patch_id, "review-pr")
         record = VerdictRecord(
             verdict=result.verdict,
             pr_url=pr_url,
@@ -122,6 +129,7 @@ def run_leg(
             model=result.model,
             body=_with_header(exclusions_header(excluded), result.body),
             pr=req.pr,
+            usage=summary(legs),
         )
         path = _record_verdict(ctx, req, record, round_payload)
     detail = deliver(ctx, req, record)
@@ -172,6 +180,7 @@ def _review(
             extra_env_names=ctx.config.reviewer_env,
             transport=ctx.reviewer_transport,
             sandbox=ctx.sandbox,
+            meter=ctx.meter,
         ), None
     # The roster (markdown-it, the roster grammar) is loaded only when a roster runs: the
     # carry-forward path never gets here (D35).
@@ -200,6 +209,7 @@ def _review(
         template_path=ctx.config.prompt_template,
         sandbox=ctx.sandbox,
         sized=planned,
+        meter=ctx.meter,
     )
     return merged, None
 

@@ -45,6 +45,7 @@ from wrapper.errors import ConfigError, ReviewerFailed, ReviewerSpawnError, Revi
 from wrapper.retrying import HttpRetryPolicy, RetryableStatus, call_with_retries, retryable_status
 from wrapper.review.findings import Finding
 from wrapper.review.sandbox import ProxyEndpoint, Sandbox
+from wrapper.usage import UsageMeter
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
 VERDICT_LINE = re.compile(r"^\s*VERDICT:\s*(APPROVE|REQUEST_CHANGES)\s*$", re.MULTILINE)
@@ -133,6 +134,7 @@ class RunOptions(TypedDict, total=False):
     transport: httpx.BaseTransport | None
     kill_grace_seconds: float
     sandbox: Sandbox | None
+    meter: UsageMeter | None
 
 
 def run_reviewer(
@@ -150,7 +152,8 @@ def run_reviewer(
     :func:`reviewer_environment`. ``transport`` replaces httpx's network transport for
     the openai backend (tests); ``kill_grace_seconds`` is the wait between SIGTERM and
     SIGKILL of a command reviewer's process group after its timeout. ``sandbox``
-    (:mod:`wrapper.review.sandbox`; None: none) is where a command reviewer runs.
+    (:mod:`wrapper.review.sandbox`; None: none) is where a command reviewer runs;
+    ``meter`` (None: not counted) gets the leg's usage (:mod:`wrapper.usage`, D103).
     """
     output = run_reviewer_text(reviewer, prompt, worktree, environ, **options)
     verdict = parse_verdict(output)
@@ -174,17 +177,25 @@ def run_reviewer_text(
     kill_grace_seconds: float = KILL_GRACE_SECONDS,
     sandbox: Sandbox | None = None,
     response_format: dict[str, Any] | None = None,
+    meter: UsageMeter | None = None,
 ) -> str:
     """The backend's whole output for ``prompt``, with no verdict required (``kdev
     describe-pr``, the findings contract). Same sandbox, environment and errors as
     :func:`run_reviewer`, minus ``no_verdict``; ``response_format`` is sent to an openai
-    backend as the request's ``response_format`` (structured outputs, D86)."""
+    backend as the request's ``response_format`` (structured outputs, D86). A command
+    reviewer's ``usage`` format other than ``none`` reads the review and its usage out of
+    the CLI's JSON (:func:`wrapper.usage_shapes.command_output`)."""
+    from wrapper.usage_shapes import command_output, openai_usage
+
     if isinstance(reviewer, OpenAIReviewer):
-        return _run_openai(reviewer, prompt, environ, transport, response_format)
+        payload = _run_openai(reviewer, prompt, environ, transport, response_format)
+        if meter is not None:
+            meter.add(reviewer.model, openai_usage(payload))
+        return _completion_text(payload)
     names = [*reviewer.env_passthrough, *extra_env_names]
     proxy = reviewer.api_proxy
     env = reviewer_environment(names, environ, withheld=[proxy.key_env] if proxy else [])
-    return _run_command(
+    output = _run_command(
         reviewer,
         prompt,
         worktree,
@@ -194,6 +205,10 @@ def run_reviewer_text(
         environ,
         transport,
     )
+    text, reported = command_output(reviewer.usage, output)
+    if meter is not None:
+        meter.add(reviewer.model, reported)
+    return text
 
 
 # --- command backend -------------------------------------------------------------------
@@ -383,7 +398,8 @@ def _run_openai(
     environ: Mapping[str, str],
     transport: httpx.BaseTransport | None,
     response_format: dict[str, Any] | None = None,
-) -> str:
+) -> Any:
+    """The endpoint's answer, parsed (its text: :func:`_completion_text`)."""
     key = environ.get(reviewer.api_key_env, "")
     if not key:
         raise ReviewerSpawnError(
@@ -431,12 +447,11 @@ def _run_openai(
             "reviewer_http_error",
         )
     try:
-        payload = json.loads(bytes(received))
+        return json.loads(bytes(received))
     except ValueError:
         raise ReviewerFailed(
             "the reviewer endpoint's answer is not JSON", "reviewer_failed"
         ) from None
-    return _completion_text(payload)
 
 
 def _post_completion(

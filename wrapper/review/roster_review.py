@@ -52,6 +52,7 @@ from wrapper.review.roster_chunks import RosterRound, unsized_round
 from wrapper.review.roster_diff import has_blocking_finding, split_diff
 from wrapper.review.sandbox import Sandbox
 from wrapper.review.validator import disposition, validate
+from wrapper.usage import UsageMeter
 
 
 def load_base_roster(git: Git, base_ref: str, diff: str) -> tuple[Roster, dict[str, str]]:
@@ -104,6 +105,7 @@ def run_roster_review(
     template_path: str | None = None,
     sandbox: Sandbox | None = None,
     sized: RosterRound | None = None,
+    meter: UsageMeter | None = None,
 ) -> ReviewResult:
     """Run one leg per roster reviewer (the first leg already recorded by the caller)
     and merge them; with ``sized`` (D95), its legs (a reviewer over the limit one per
@@ -127,6 +129,7 @@ def run_roster_review(
             extra_env_names=env_names,
             transport=transport,
             sandbox=sandbox,
+            meter=meter,
         )
         return result.body
 
@@ -151,7 +154,7 @@ def run_roster_review(
             ledger.record_leg_start(data.repo, data.pr, data.head_sha)
             return run_reviewer_text(
                 backend, prompt, worktree, environ, extra_env_names=env_names,
-                transport=transport, sandbox=sandbox,
+                transport=transport, sandbox=sandbox, meter=meter,
             )  # fmt: skip
 
         checked = validate(findings, validator, planned.diff_for(raw), validation_leg)

@@ -78,6 +78,7 @@ def findings_leg(
         transport=ctx.reviewer_transport,
         sandbox=ctx.sandbox,
         response_format=response_format() if structured else None,
+        meter=ctx.meter,
     )
     parsed = parse_review(output, structured=structured, head_lines=head_line_counter(worktree))
     if isinstance(parsed, ContractFailure):
