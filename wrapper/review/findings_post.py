@@ -185,6 +185,15 @@ def _post_all(
         _write(target, record)
 
 
+def record_once(target: PostTarget, record: FindingsRound) -> None:
+    """Writes ``record`` (a roster round posted as one review, wrapper.review.
+    roster_round) under the PR's findings lock, unless its round already has one: a
+    rerun that adopted the review must not undo the withdrawal steps recorded since."""
+    with _findings_lock(target):
+        if not _path(target, record.patch_id).exists():
+            _write(target, record)
+
+
 def withdraw_pending(target: PostTarget, step: Step = withdraw_step) -> int:
     """Finish the withdrawals every findings record of ``target``'s pull request still
     owes (a run that failed or died after posting); returns how many stay pending.

@@ -87,7 +87,7 @@ def render_round(
             f"Carried forward: this diff (patch-id {code_span(carried.patch_id)}) was "
             f"reviewed at {code_span(carried.reviewed_head)}; its review stands."
         )
-    head.append(_files(files_reviewed, files_not_reviewed))
+    head.append(files_section(files_reviewed, files_not_reviewed))
     if review.mode == "prose":
         return RenderedRound(_with_prose(head, review.summary), comments)
     if review.summary.strip():
@@ -105,7 +105,7 @@ def _verdict_line(review: ParsedReview) -> str:
     return f"**Review: {review.verdict}** ({counts})"
 
 
-def _files(reviewed: Sequence[str], not_reviewed: Sequence[NotReviewed]) -> str:
+def files_section(reviewed: Sequence[str], not_reviewed: Sequence[NotReviewed]) -> str:
     lines = [f"Files reviewed ({len(reviewed)}): {_listed([code_span(p) for p in reviewed])}"]
     if not_reviewed:
         items = [f"{code_span(f.path)} ({_one_line(f.why)})" for f in not_reviewed]

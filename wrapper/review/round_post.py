@@ -19,7 +19,13 @@ summary, its line comments and the summary to fall back on, raw, in
    ``event: COMMENT``, ``commit_id`` the reviewed head, the summary and the line
    comments; a 422 (GitHub refused an anchor, which rejects the whole review) sends it
    once more with no line comments and the fallback summary, which lists every finding;
-5. records the review's id and each of its comments' ids (self-loop closure).
+5. records the review's id and each of its comments' ids (self-loop closure), and
+   returns them matched to the recorded comments (:class:`PostedRound`), so a roster
+   round can write its findings record (:mod:`wrapper.review.roster_round`).
+
+A recorded comment with an ``agent`` (a roster reviewer's finding) gets that reviewer's
+hidden signature ``<!-- kdev-agent: NAME -->`` after the gate's preparation, as
+:func:`wrapper.post.post_gated` appends it to a finding comment.
 
 The caller crosses the part off after that. A kill anywhere, between GitHub making the
 review and step 5 included, leaves the part owed and ``attempted`` set, so the rerun
@@ -40,6 +46,7 @@ from wrapper.errors import KdevError, LedgerError
 from wrapper.gh_reviews import LineComment, create_review, list_review_comments, list_reviews
 from wrapper.ledger.ledger import Ledger, check_sha
 from wrapper.post import PostingContext
+from wrapper.review.findings import signature
 
 log = logging.getLogger("kdev.review")
 
@@ -58,7 +65,9 @@ class RoundPayload:
     """What one round posts, raw (before the gate): the summary ``body``, the line
     ``comments`` (create-review form), and ``fallback``, the summary listing every
     finding (posted alone when GitHub refuses the line comments). ``attempted``: a POST
-    may have been sent (a rerun lists the PR's reviews first)."""
+    may have been sent (a rerun lists the PR's reviews first). ``findings``: a roster
+    round's findings (:mod:`wrapper.review.roster_round`), each naming the index of its
+    line comment, if any, in ``comments``."""
 
     patch_id: str
     head_sha: str
@@ -66,6 +75,19 @@ class RoundPayload:
     comments: tuple[dict[str, Any], ...]
     fallback: str
     attempted: bool = False
+    findings: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class PostedRound:
+    """What :func:`post_round` did: ``detail`` in words, the review's id, and for each
+    recorded comment (in order) the ``(id, node_id)`` GitHub gave it, or None when it
+    is not on the PR as a line comment (the 422 fallback)."""
+
+    payload: RoundPayload
+    review_id: int
+    detail: str
+    comment_ids: tuple[tuple[int, str | None] | None, ...]
 
 
 def marker(patch_id: str) -> str:
@@ -88,6 +110,7 @@ def record_round(ledger: Ledger, repo: str, pr: int, payload: RoundPayload) -> N
         "comments": list(payload.comments),
         "fallback": payload.fallback,
         "attempted": payload.attempted,
+        "findings": list(payload.findings),
     }
     ledger.atomic_write(path, json.dumps(data))
 
@@ -109,6 +132,7 @@ def load_round(ledger: Ledger, repo: str, pr: int, patch_id: str) -> RoundPayloa
             comments=tuple(_comment(item) for item in data["comments"]),
             fallback=_string(data, "fallback"),
             attempted=data["attempted"] is True,
+            findings=tuple(_finding(item) for item in data.get("findings", [])),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) else "not a round record"
@@ -131,9 +155,15 @@ def _comment(item: Any) -> dict[str, Any]:
     return item
 
 
-def post_round(posting: PostingContext, patch_id: str) -> str:
+def _finding(item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict) or not isinstance(item.get("agent"), str):
+        raise TypeError("finding")
+    return item
+
+
+def post_round(posting: PostingContext, patch_id: str) -> PostedRound:
     """Posts the recorded round of ``patch_id`` once (see the module doc); returns what
-    it did, in words. Raises the gate's error (nothing posted), LedgerError
+    it did. Raises the gate's error (nothing posted), LedgerError
     ``round_record_unreadable``, or KdevError ``review_post_failed`` (GitHub refused or
     failed; the part stays owed)."""
     ledger, repo, pr = posting.ledger, posting.repo, posting.pr
@@ -152,7 +182,36 @@ def post_round(posting: PostingContext, patch_id: str) -> str:
         if isinstance(comment.get("id"), int) and not isinstance(comment["id"], bool):
             ledger.record_posted_comment(repo, pr, comment["id"], COMMENT_PURPOSE)
     log.info("review %s %s on %s #%s (%d line comments)", review_id, how, repo, pr, len(posted))
-    return f"review {review_id} {how} ({len(posted)} line comments)"
+    detail = f"review {review_id} {how} ({len(posted)} line comments)"
+    return PostedRound(payload, review_id, detail, _matched(comments, posted))
+
+
+def _matched(
+    sent: list[LineComment], posted: list[dict[str, Any]]
+) -> tuple[tuple[int, str | None] | None, ...]:
+    """Each sent comment's ``(id, node_id)`` among the ``posted`` ones read back: the
+    first not yet taken at the same path and line with the same body (None: not there,
+    as after the 422 fallback)."""
+    free = [c for c in posted if isinstance(c.get("id"), int) and not isinstance(c["id"], bool)]
+    found: list[tuple[int, str | None] | None] = []
+    for comment in sent:
+        match = next(
+            (
+                c
+                for c in free
+                if c.get("path") == comment.path
+                and c.get("line") == comment.line
+                and str(c.get("body", "")).rstrip() == comment.body.rstrip()
+            ),
+            None,
+        )
+        if match is None:
+            found.append(None)
+            continue
+        free.remove(match)
+        node = match.get("node_id")
+        found.append((int(match["id"]), node if isinstance(node, str) else None))
+    return tuple(found)
 
 
 def _prepared(posting: PostingContext, payload: RoundPayload) -> tuple[str, list[LineComment], str]:
@@ -167,7 +226,7 @@ def _prepared(posting: PostingContext, payload: RoundPayload) -> tuple[str, list
     comments = [
         LineComment(
             path=str(c["path"]),
-            body=gated(c["body"]),
+            body=_signed(gated(c["body"]), c.get("agent")),
             line=int(c["line"]),
             side=str(c.get("side", "RIGHT")),
             start_line=int(c["start_line"]) if c.get("start_line") is not None else None,
@@ -176,6 +235,11 @@ def _prepared(posting: PostingContext, payload: RoundPayload) -> tuple[str, list
         for c in payload.comments
     ]
     return body, comments, fallback
+
+
+def _signed(body: str, agent: Any) -> str:
+    """A roster finding's prepared ``body`` with its reviewer's signature last."""
+    return f"{body}\n\n{signature(agent)}" if isinstance(agent, str) else body
 
 
 def _adopted(posting: PostingContext, payload: RoundPayload) -> dict[str, Any] | None:
