@@ -9,11 +9,13 @@ import sys
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from tests.wrapper.reviewbench import REPO, Bench
 from tests.wrapper.test_roster import roster_bench, roster_config  # noqa: F401
 from wrapper.authorloop.own_findings import own_findings
 from wrapper.config import KdevConfig
-from wrapper.errors import Outcome
+from wrapper.errors import KdevError, Outcome
 from wrapper.review.findings import signed_by
 from wrapper.review.findings_post import newest_round
 from wrapper.review.round_post import FALLBACK_NOTE, marker
@@ -179,3 +181,63 @@ def test_review_post_off_keeps_one_comment_per_finding(roster_bench: Bench) -> N
     # app.py:40 after its refusal, and a PR comment withdrawing that dropped one.
     assert (counted["reviews"], counted["line"], counted["issue"]) == (0, 4, 3)
     assert sum(1 for c in bench.sim.comments(REPO) if signed_by(c.body)) == 6
+
+
+def test_a_carried_forward_head_posts_no_new_review(roster_bench: Bench) -> None:  # noqa: F811
+    """D90: an update-branch gives a new head with the reviewed diff; the merge gate's
+    status on it carries the verdict, and nothing new lands on the PR."""
+    bench = roster_bench
+    config = bench.config(**{**posting_config(bench).model_dump(), "merge_gate": {"enabled": True}})
+    pr = bench.sim.open_pr(REPO, "f", FILES).number
+    first = bench.review(pr, config=config)
+    legs, notes, before = bench.legs(), len(bench.notes()), writes(bench)
+    bench.sim.commit_to_base(REPO, {"other.py": "2\n"})
+    new_head = bench.sim.merge_base_into_head(REPO, pr)
+    report = bench.review(pr, config=config)
+    assert report.outcome is Outcome.CARRIED_FORWARD and report.head_sha == new_head
+    assert report.patch_id == first.patch_id
+    assert (bench.legs(), len(bench.notes()), writes(bench)) == (legs, notes, before)
+    assert report.merge_gate is not None
+    assert (report.merge_gate["state"], report.merge_gate["action"]) == ("failure", "set")
+    [status] = [s for s in bench.sim.statuses_for(bench.sim.repo(REPO), new_head)]
+    assert (status.state, status.description) == ("failure", "changes requested by kdev")
+    [entry] = [e for h, e in bench.ledger().read_index(REPO, pr).items() if h == new_head]
+    assert entry.carried_from == first.head_sha and entry.patch_id == first.patch_id
+
+
+def test_an_owed_round_after_a_rebase_is_posted_at_the_head_carrying_its_diff(
+    roster_bench: Bench,  # noqa: F811
+) -> None:
+    """The one case a carried head posts: the round was owed (GitHub failed), and a
+    rebase left the reviewed head out of the pull, so GitHub refuses a review at it
+    (422, "not part of the pull request"): it is posted at the head carrying the diff,
+    every finding in the summary, saying which diff it carries."""
+    bench = roster_bench
+    config = posting_config(bench)
+    pr = bench.sim.open_pr(REPO, "f", FILES)
+    reviewed = pr.head_sha  # (ghsim's pull object follows the head)
+    bench.sim.inject_fault("POST", REVIEWS, status=502)
+    with pytest.raises(KdevError) as caught:
+        bench.review(pr.number, config=config)
+    assert caught.value.reason == "review_post_failed"
+    bench.sim.commit_to_base(REPO, {"other.py": "2\n"})
+    rebased = bench.sim.force_push(REPO, pr.number, FILES)  # the same diff on the new base
+    report = bench.review(pr.number, config=config)
+    assert report.outcome is Outcome.CARRIED_FORWARD and report.head_sha == rebased
+    # The 502; then at the reviewed head with its comments, and alone (both 422); then
+    # at the carrying head.
+    assert writes(bench)["reviews"] == 4
+    [review] = [r for r in bench.sim.reviews(REPO, pr.number) if r.body]
+    assert review.commit_id == rebased
+    assert bench.sim.review_comments(REPO, pr.number, review.id) == []
+    assert review.body.startswith(
+        f"Carried forward: this diff (patch-id `{report.patch_id}`) was reviewed at "
+        f"`{reviewed}`; its review stands."
+    )
+    assert "`app.py:2`" in review.body and FALLBACK_NOTE in review.body
+    assert review.body.rstrip().endswith(marker(report.patch_id))
+    recorded = newest_round(bench.ledger(), REPO, pr.number)
+    assert recorded is not None and not any(c["anchored"] for c in recorded.comments)
+    assert not list((bench.root / "reviews").rglob("undelivered-*.json"))
+    again = bench.review(pr.number, config=config)  # nothing owed any more
+    assert again.outcome is Outcome.CARRIED_FORWARD and writes(bench)["reviews"] == 4

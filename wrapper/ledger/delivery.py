@@ -211,7 +211,7 @@ def _post_round(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> str:
     from wrapper.review.round_post import post_round
 
     posting = PostingContext(ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr)
-    posted = post_round(posting, patch_id)
+    posted = post_round(posting, patch_id, at_head=req.head_sha)
     if posted.payload.findings:
         from wrapper.review.roster_round import record_posted
 

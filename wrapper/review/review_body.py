@@ -83,10 +83,7 @@ def render_round(
     if review.contradiction:
         head.append(review.contradiction)
     if carried is not None:
-        head.append(
-            f"Carried forward: this diff (patch-id {code_span(carried.patch_id)}) was "
-            f"reviewed at {code_span(carried.reviewed_head)}; its review stands."
-        )
+        head.append(carried_line(carried))
     head.append(files_section(files_reviewed, files_not_reviewed))
     if review.mode == "prose":
         return RenderedRound(_with_prose(head, review.summary), comments)
@@ -94,6 +91,14 @@ def render_round(
         head.append(_quoted(review.summary))
     unplaced = [p for p in placements if not p.inline]
     return RenderedRound(_with_unplaced(head, unplaced), comments)
+
+
+def carried_line(carried: Carried) -> str:
+    """The summary's line for a round posted at a head that carries its diff."""
+    return (
+        f"Carried forward: this diff (patch-id {code_span(carried.patch_id)}) was "
+        f"reviewed at {code_span(carried.reviewed_head)}; its review stands."
+    )
 
 
 def _verdict_line(review: ParsedReview) -> str:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from wrapper.gh_reviews import LineComment, create_review, list_review_comments,
 from wrapper.ledger.ledger import Ledger, check_sha
 from wrapper.post import PostingContext
 from wrapper.review.findings import signature
+from wrapper.review.review_body import Carried, carried_line
 
 log = logging.getLogger("kdev.review")
 
@@ -54,6 +55,7 @@ PURPOSE = "review-round"
 COMMENT_PURPOSE = "review-round-comment"
 REVIEW_POST_FAILED = "review_post_failed"
 ROUND_UNREADABLE = "round_record_unreadable"
+REFUSED_LINES = "GitHub refused the line comments"
 FALLBACK_NOTE = (
     "_GitHub refused this review's line comments (HTTP 422), so every finding is listed "
     "in this summary instead._"
@@ -161,20 +163,24 @@ def _finding(item: Any) -> dict[str, Any]:
     return item
 
 
-def post_round(posting: PostingContext, patch_id: str) -> PostedRound:
+def post_round(posting: PostingContext, patch_id: str, at_head: str | None = None) -> PostedRound:
     """Posts the recorded round of ``patch_id`` once (see the module doc); returns what
-    it did. Raises the gate's error (nothing posted), LedgerError
+    it did. ``at_head``: the head the posting run decides; when it is not the reviewed
+    one (it carries the reviewed diff, D90) and GitHub refuses the reviewed head (a
+    rebase left it out of the pull), the round goes there, every finding in the summary
+    with the diff it carries. Raises the gate's error (nothing posted), LedgerError
     ``round_record_unreadable``, or KdevError ``review_post_failed`` (GitHub refused or
     failed; the part stays owed)."""
     ledger, repo, pr = posting.ledger, posting.repo, posting.pr
     payload = load_round(ledger, repo, pr, patch_id)
-    body, comments, fallback = _prepared(posting, payload)
-    review = _adopted(posting, payload) if payload.attempted else None
+    carrier = at_head if at_head is not None and at_head != payload.head_sha else None
+    sent = _prepared(posting, payload, carrier)
+    review = _adopted(posting, payload, carrier) if payload.attempted else None
     if review is not None:
         how = "adopted"
     else:
         record_round(ledger, repo, pr, replace(payload, attempted=True))
-        review, how = _create(posting, payload.head_sha, body, comments, fallback)
+        review, how = _create(posting, payload.head_sha, sent, carrier)
     review_id = int(review["id"])
     ledger.record_posted_comment(repo, pr, review_id, PURPOSE)
     posted = _read(lambda: list_review_comments(posting.github, repo, pr, review_id))
@@ -183,7 +189,7 @@ def post_round(posting: PostingContext, patch_id: str) -> PostedRound:
             ledger.record_posted_comment(repo, pr, comment["id"], COMMENT_PURPOSE)
     log.info("review %s %s on %s #%s (%d line comments)", review_id, how, repo, pr, len(posted))
     detail = f"review {review_id} {how} ({len(posted)} line comments)"
-    return PostedRound(payload, review_id, detail, _matched(comments, posted))
+    return PostedRound(payload, review_id, detail, _matched(sent.comments, posted))
 
 
 def _matched(
@@ -214,15 +220,28 @@ def _matched(
     return tuple(found)
 
 
-def _prepared(posting: PostingContext, payload: RoundPayload) -> tuple[str, list[LineComment], str]:
+@dataclass(frozen=True)
+class _Prepared:
+    """Every body of a round through the gate, the marker appended: the summary, the
+    line comments, the fallback, and (``carried``) the fallback for a carrying head."""
+
+    body: str
+    comments: list[LineComment]
+    fallback: str
+    carried: str | None
+
+
+def _prepared(posting: PostingContext, payload: RoundPayload, carrier: str | None) -> _Prepared:
     """Every body of the round through the gate, before anything is sent."""
     tag = marker(payload.patch_id)
 
     def gated(raw: str) -> str:
         return posting.prepare(raw, PURPOSE)
 
-    body = f"{gated(payload.body)}\n\n{tag}"
-    fallback = f"{gated(payload.fallback)}\n\n{tag}"
+    carried = None
+    if carrier is not None:
+        note = carried_line(Carried(payload.patch_id, payload.head_sha))
+        carried = f"{gated(f'{note}{chr(10) * 2}{payload.fallback}')}\n\n{tag}"
     comments = [
         LineComment(
             path=str(c["path"]),
@@ -234,7 +253,8 @@ def _prepared(posting: PostingContext, payload: RoundPayload) -> tuple[str, list
         )
         for c in payload.comments
     ]
-    return body, comments, fallback
+    body = f"{gated(payload.body)}\n\n{tag}"
+    return _Prepared(body, comments, f"{gated(payload.fallback)}\n\n{tag}", carried)
 
 
 def _signed(body: str, agent: Any) -> str:
@@ -242,16 +262,20 @@ def _signed(body: str, agent: Any) -> str:
     return f"{body}\n\n{signature(agent)}" if isinstance(agent, str) else body
 
 
-def _adopted(posting: PostingContext, payload: RoundPayload) -> dict[str, Any] | None:
+def _adopted(
+    posting: PostingContext, payload: RoundPayload, carrier: str | None
+) -> dict[str, Any] | None:
     """The review an earlier run posted for this round, if GitHub has it: at the
-    reviewed head, its summary ending with the round's marker."""
+    reviewed head (or the carrying head this run decides), its summary ending with the
+    round's marker."""
     tag = marker(payload.patch_id)
+    heads = {payload.head_sha, carrier} - {None}
     reviews = _read(lambda: list_reviews(posting.github, posting.repo, posting.pr))
     for review in reviews:
         body = review.get("body")
         if (
             isinstance(review.get("id"), int)
-            and review.get("commit_id") == payload.head_sha
+            and review.get("commit_id") in heads
             and isinstance(body, str)
             and body.rstrip().endswith(tag)
         ):
@@ -260,30 +284,44 @@ def _adopted(posting: PostingContext, payload: RoundPayload) -> dict[str, Any] |
 
 
 def _create(
-    posting: PostingContext,
-    head_sha: str,
-    body: str,
-    comments: list[LineComment],
-    fallback: str,
+    posting: PostingContext, head_sha: str, sent: _Prepared, carrier: str | None
 ) -> tuple[dict[str, Any], str]:
+    """The POST: the round at the reviewed head; on a 422, the fallback there; on a 422
+    again (the head is no longer the pull's), the carried fallback at ``carrier``."""
     repo, pr = posting.repo, posting.pr
-    try:
-        made = create_review(
-            posting.github, repo, pr, event="COMMENT", body=body, commit_id=head_sha,
-            comments=comments,
+
+    def create(body: str, at: str, comments: Sequence[LineComment] = ()) -> dict[str, Any]:
+        return create_review(
+            posting.github, repo, pr, event="COMMENT", body=body, commit_id=at,
+            comments=list(comments),
         )  # fmt: skip
-        return made, "posted"
-    except GitHubError as exc:
-        if exc.status != 422 or not comments:
-            raise _failed(repo, pr, exc) from None
-        log.warning("GitHub refused the line comments on %s #%s: %s", repo, pr, exc.message)
+
     try:
-        made = create_review(
-            posting.github, repo, pr, event="COMMENT", body=fallback, commit_id=head_sha
-        )
+        return create(sent.body, head_sha, sent.comments), "posted"
+    except GitHubError as exc:
+        refused = exc
+        if exc.status != 422:
+            raise _failed(repo, pr, exc) from None
+    if sent.comments:
+        log.warning("GitHub refused the line comments on %s #%s: %s", repo, pr, refused.message)
+        try:
+            made = create(sent.fallback, head_sha)
+            return (
+                made,
+                "posted with every finding in the summary (GitHub refused the line comments)",
+            )
+        except GitHubError as exc:
+            refused = exc
+            if exc.status != 422:
+                raise _failed(repo, pr, exc) from None
+    if sent.carried is None or carrier is None:
+        raise _failed(repo, pr, refused)
+    log.warning("GitHub refused the reviewed head on %s #%s: %s", repo, pr, refused.message)
+    try:
+        made = create(sent.carried, carrier)
     except GitHubError as exc:
         raise _failed(repo, pr, exc) from None
-    return made, "posted with every finding in the summary (GitHub refused the line comments)"
+    return made, f"posted at {carrier[:12]}, the head carrying its diff (the reviewed one refused)"
 
 
 def _read(call: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
