@@ -19,6 +19,9 @@ summary, its line comments and the summary to fall back on, raw, in
    ``event: COMMENT``, ``commit_id`` the reviewed head, the summary and the line
    comments; a 422 (GitHub refused an anchor, which rejects the whole review) sends it
    once more with no line comments and the fallback summary, which lists every finding;
+   when that is refused too and the posting run decides another head carrying the same
+   diff (a rebase left the reviewed head out of the pull), the fallback goes to that
+   head, opening with the diff it carries (D90);
 5. records the review's id and each of its comments' ids (self-loop closure), and
    returns them matched to the recorded comments (:class:`PostedRound`), so a roster
    round can write its findings record (:mod:`wrapper.review.roster_round`).
