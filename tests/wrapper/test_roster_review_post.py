@@ -140,7 +140,10 @@ def test_the_validator_withdraws_a_comment_of_the_review_on_its_thread(
     recorded = newest_round(bench.ledger(), REPO, pr)
     assert recorded is not None
     done = sorted((w["validation"], w["anchored"], tuple(w["done"])) for w in recorded.withdrawn)
-    assert done == [("INVALID", True, ("replied", "resolved")), ("UNCERTAIN", False, ("in_summary",))]
+    assert done == [
+        ("INVALID", True, ("replied", "resolved")),
+        ("UNCERTAIN", False, ("in_summary",)),
+    ]
     assert reply.id in bench.ledger().posted_comment_ids(REPO)
     assert recorded.acceptance == {
         "code-reviewer": {"valid": 1, "invalid": 0, "uncertain": 1},
@@ -199,7 +202,7 @@ def test_a_carried_forward_head_posts_no_new_review(roster_bench: Bench) -> None
     assert (bench.legs(), len(bench.notes()), writes(bench)) == (legs, notes, before)
     assert report.merge_gate is not None
     assert (report.merge_gate["state"], report.merge_gate["action"]) == ("failure", "set")
-    [status] = [s for s in bench.sim.statuses_for(bench.sim.repo(REPO), new_head)]
+    [status] = bench.sim.statuses_for(bench.sim.repo(REPO), new_head)
     assert (status.state, status.description) == ("failure", "changes requested by kdev")
     [entry] = [e for h, e in bench.ledger().read_index(REPO, pr).items() if h == new_head]
     assert entry.carried_from == first.head_sha and entry.patch_id == first.patch_id
