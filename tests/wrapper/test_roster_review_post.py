@@ -244,3 +244,20 @@ def test_an_owed_round_after_a_rebase_is_posted_at_the_head_carrying_its_diff(
     assert not list((bench.root / "reviews").rglob("undelivered-*.json"))
     again = bench.review(pr.number, config=config)  # nothing owed any more
     assert again.outcome is Outcome.CARRIED_FORWARD and writes(bench)["reviews"] == 4
+
+
+def test_a_clean_roster_round_is_one_review_and_records_zero_of_zero(
+    roster_bench: Bench,  # noqa: F811
+) -> None:
+    bench = roster_bench
+    pr = bench.sim.open_pr(REPO, "f", FILES).number
+    config = roster_config(bench)  # the stub: no finding line
+    on = bench.config(
+        **{**config.model_dump(), "mention_handle": "kdev", "review_post": {"enabled": True}}
+    )
+    assert bench.review(pr, config=on).verdict == "APPROVE"
+    [review] = bench.sim.reviews(REPO, pr)
+    assert review.body.startswith("**Review: APPROVE** (0 P1, 0 P2, 0 P3)")
+    assert bench.sim.review_comments(REPO, pr, review.id) == []
+    recorded = newest_round(bench.ledger(), REPO, pr)
+    assert recorded is not None and (recorded.expected, recorded.posted) == (0, 0)

@@ -212,7 +212,7 @@ def _post_round(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> str:
 
     posting = PostingContext(ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr)
     posted = post_round(posting, patch_id, at_head=req.head_sha)
-    if posted.payload.findings:
+    if posted.payload.roster:
         from wrapper.review.roster_round import record_posted
 
         record_posted(posting, posted, ctx.clock())

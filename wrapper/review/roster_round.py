@@ -80,6 +80,7 @@ def roster_payload(
         comments=tuple(comments),
         fallback=f"{page.render([None] * len(findings), refused=True)}\n\n{FALLBACK_NOTE}",
         findings=tuple(entries),
+        roster=True,
     )
 
 
@@ -125,7 +126,7 @@ class _Page:
         body = "\n\n".join(parts)
         if len(body) > BODY_BUDGET:  # very many findings: the texts go, places stay
             body = "\n\n".join([head, *self._sections(placed, 0, refused)])
-        return body
+        return _within_budget(body)
 
     def _verdict_line(self) -> str:
         counts = ", ".join(
@@ -161,6 +162,18 @@ class _Page:
                 lines += ["", *items]
             sections.append("\n".join(lines))
         return sections
+
+
+def _within_budget(body: str) -> str:
+    """``body`` cut at a line to :data:`BODY_BUDGET`, saying how many finding items the
+    cut left out (a roster's findings have no cap; the verdict file keeps them all)."""
+    if len(body) <= BODY_BUDGET:
+        return body
+    room = BODY_BUDGET - 200
+    cut = body.rfind("\n", 0, room)
+    kept, rest = body[: max(cut, 0)], body[max(cut, 0) :]
+    left = sum(1 for line in rest.split("\n") if line.startswith("- **P"))
+    return f"{kept}\n\n… and {left} more finding(s) not listed here (the verdict file has them)"
 
 
 def _item(finding: Finding, where: Placement | None, limit: int, refused: bool) -> str:

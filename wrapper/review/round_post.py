@@ -72,7 +72,8 @@ class RoundPayload:
     finding (posted alone when GitHub refuses the line comments). ``attempted``: a POST
     may have been sent (a rerun lists the PR's reviews first). ``findings``: a roster
     round's findings (:mod:`wrapper.review.roster_round`), each naming the index of its
-    line comment, if any, in ``comments``."""
+    line comment, if any, in ``comments``; ``roster``: a roster round (its findings
+    record is written when it is posted, none found included)."""
 
     patch_id: str
     head_sha: str
@@ -81,6 +82,7 @@ class RoundPayload:
     fallback: str
     attempted: bool = False
     findings: tuple[dict[str, Any], ...] = ()
+    roster: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ def record_round(ledger: Ledger, repo: str, pr: int, payload: RoundPayload) -> N
         "fallback": payload.fallback,
         "attempted": payload.attempted,
         "findings": list(payload.findings),
+        "roster": payload.roster,
     }
     ledger.atomic_write(path, json.dumps(data))
 
@@ -138,6 +141,7 @@ def load_round(ledger: Ledger, repo: str, pr: int, patch_id: str) -> RoundPayloa
             fallback=_string(data, "fallback"),
             attempted=data["attempted"] is True,
             findings=tuple(_finding(item) for item in data.get("findings", [])),
+            roster=data.get("roster") is True,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) else "not a round record"
