@@ -91,3 +91,37 @@ def test_kill_9_at_each_posting_step_posts_the_roster_round_once(
         assert len(_delivered(bench.root)) == 1
     else:
         assert len(bench.notes()) == 1
+
+
+def test_a_kill_after_posting_at_the_carrying_head_is_adopted_there(
+    roster_bench: Bench,  # noqa: F811
+) -> None:
+    """D90: the owed round of a head a rebase left out is posted at the head carrying its
+    diff; a kill before its answer leaves it owed, and the rerun adopts the review at
+    that head (its marker) instead of posting a second one."""
+    bench = roster_bench
+    config = posting_config(bench)
+    env = bench.kdev_env(config)
+    sim = bench.sim
+    pr = sim.open_pr(REPO, "f", FILES)
+    sim.inject_fault("POST", REVIEWS, status=502)
+    first = subprocess.run(
+        _argv(pr.number, pr.head_sha, bench.checkout), env=env, capture_output=True, timeout=120
+    )
+    assert first.returncode != 0 and b"review_post_failed" in first.stderr
+    sim.commit_to_base(REPO, {"other.py": "2\n"})
+    rebased = sim.force_push(REPO, pr.number, FILES)
+    # The three POSTs of the rerun (two refused at the reviewed head, then the carried
+    # one) are each answered late; the kill comes once the carried review exists.
+    sim.inject_fault("POST", REVIEWS, delay=DELAY / 4, times=3)
+    ready = lambda: any(r.body for r in sim.reviews(REPO, pr.number))  # noqa: E731
+    _kill_when(_start(bench, env, pr.number, rebased), ready)
+    assert list((bench.root / "reviews").rglob("undelivered-*.json"))  # still owed
+    for _ in range(2):
+        assert _run(bench, env, pr.number, rebased)["outcome"] == "carried_forward"
+    [review] = [r for r in sim.reviews(REPO, pr.number) if r.body]
+    assert review.commit_id == rebased
+    assert writes(bench)["reviews"] == 4  # the 502, two refusals, the carried one: once
+    assert not list((bench.root / "reviews").rglob("undelivered-*.json"))
+    recorded = newest_round(bench.ledger(), REPO, pr.number)
+    assert recorded is not None and {c["review_id"] for c in recorded.comments} == {review.id}
