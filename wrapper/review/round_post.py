@@ -313,10 +313,7 @@ def _create(
         log.warning("GitHub refused the line comments on %s #%s: %s", repo, pr, refused.message)
         try:
             made = create(sent.fallback, head_sha)
-            return (
-                made,
-                "posted with every finding in the summary (GitHub refused the line comments)",
-            )
+            return made, f"posted with every finding in the summary ({REFUSED_LINES})"
         except GitHubError as exc:
             refused = exc
             if exc.status != 422:
