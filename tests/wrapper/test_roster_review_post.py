@@ -261,3 +261,25 @@ def test_a_clean_roster_round_is_one_review_and_records_zero_of_zero(
     assert bench.sim.review_comments(REPO, pr, review.id) == []
     recorded = newest_round(bench.ledger(), REPO, pr)
     assert recorded is not None and (recorded.expected, recorded.posted) == (0, 0)
+
+
+def test_a_forced_second_round_of_the_same_diff_records_its_own_review(
+    roster_bench: Bench,  # noqa: F811
+) -> None:
+    """``--force`` reviews a diff again: its new review's comments replace the first
+    round's in the findings record (the record of a round is kept only against a
+    rerun that adopts the same review)."""
+    bench = roster_bench
+    pr, _, first = _round(bench)
+    budgets = {"max_concurrent_legs_per_repo": 3, "daily_rounds_per_pr": 100}
+    config = bench.config(**{**posting_config(bench).model_dump(), "budgets": budgets})
+    again = bench.review(pr, force=True, config=config)
+    assert again.outcome is Outcome.REVIEWED
+    [second] = [r for r in bench.sim.reviews(REPO, pr) if r.body and r.id != first.id]
+    recorded = newest_round(bench.ledger(), REPO, pr)
+    assert recorded is not None
+    assert {c["review_id"] for c in recorded.comments} == {second.id}
+    ids = {c.id for c in bench.sim.review_comments(REPO, pr, second.id)}
+    assert {c["id"] for c in recorded.comments if c["anchored"]} == ids
+    [invalid] = [w for w in recorded.withdrawn if w["anchored"]]
+    assert invalid["done"] == ["replied", "resolved"] and invalid["id"] in ids

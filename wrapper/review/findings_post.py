@@ -185,13 +185,16 @@ def _post_all(
         _write(target, record)
 
 
-def record_once(target: PostTarget, record: FindingsRound) -> None:
-    """Writes ``record`` (a roster round posted as one review, wrapper.review.
-    roster_round) under the PR's findings lock, unless its round already has one: a
-    rerun that adopted the review must not undo the withdrawal steps recorded since."""
+def record_once(target: PostTarget, record: FindingsRound, review_id: int) -> None:
+    """Writes ``record`` (a roster round posted as review ``review_id``, wrapper.review.
+    roster_round) under the PR's findings lock, unless the round's record already names
+    that review: a rerun that adopted it must not undo the withdrawal steps recorded
+    since. A record of another round of the same diff (``--force``) is replaced."""
     with _findings_lock(target):
-        if not _path(target, record.patch_id).exists():
-            _write(target, record)
+        path = _path(target, record.patch_id)
+        if path.exists() and any(c.get("review_id") == review_id for c in _load(path).comments):
+            return
+        _write(target, record)
 
 
 def withdraw_pending(target: PostTarget, step: Step = withdraw_step) -> int:

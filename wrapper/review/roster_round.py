@@ -203,7 +203,7 @@ def _flat(text: str) -> str:
 
 def record_posted(posting: PostingContext, posted: PostedRound, now: datetime) -> None:
     """The findings record of a roster round posted as one review (see the module doc);
-    written once: a rerun that adopted the review keeps a record already written."""
+    written once a review: a rerun that adopted it keeps the record already written."""
     payload = posted.payload
     comments: list[dict[str, Any]] = []
     withdrawn: list[dict[str, Any]] = []
@@ -243,4 +243,4 @@ def record_posted(posting: PostingContext, posted: PostedRound, now: datetime) -
         posting.github, posting.ledger, posting.config, posting.environ, posting.repo,
         posting.pr, payload.head_sha,
     )  # fmt: skip
-    record_once(target, record)
+    record_once(target, record, posted.review_id)
