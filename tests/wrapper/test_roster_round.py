@@ -3,12 +3,13 @@ reviewer each line comment is signed for, and a summary that stays within its bu
 
 from __future__ import annotations
 
+from wrapper.gh_reviews import LineComment
 from wrapper.review.findings import Finding
 from wrapper.review.review_body import BODY_BUDGET
 from wrapper.review.reviewer import ReviewResult
 from wrapper.review.roster import build_roster
 from wrapper.review.roster_round import roster_payload
-from wrapper.review.round_post import FALLBACK_NOTE
+from wrapper.review.round_post import FALLBACK_NOTE, _matched
 
 DIFF = """\
 diff --git a/app.py b/app.py
@@ -77,3 +78,21 @@ def test_very_many_findings_keep_the_summary_within_its_budget() -> None:
     assert "more finding(s) not listed here (the verdict file has them)" in payload.body
     few = roster_payload(roster, _merged(findings[:20], verdicts), DIFF, PATCH, HEAD)
     assert "x" * 900 in few.body and "x" * 1001 not in few.body  # each text cut to 1000
+
+
+def test_posted_comments_are_matched_to_the_sent_ones_by_place_and_body() -> None:
+    sent = [
+        LineComment("a.py", "same", 3),
+        LineComment("a.py", "same", 3),
+        LineComment("a.py", "other  \n\n", 3),
+        LineComment("b.py", "gone", 1),
+        LineComment("c.py", "text", 7),
+    ]
+    posted = [
+        {"id": 10, "node_id": "N10", "path": "a.py", "line": 3, "body": "same"},
+        {"id": 11, "node_id": "N11", "path": "a.py", "line": 3, "body": "other"},
+        {"id": 12, "path": "a.py", "line": 3, "body": "same"},
+        {"id": 13, "node_id": "N13", "path": "c.py", "line": 7, "body": "text, normalised"},
+        {"id": True, "path": "b.py", "line": 1, "body": "gone"},  # not an id
+    ]
+    assert _matched(sent, posted) == ((10, "N10"), (12, None), (11, "N11"), None, (13, "N13"))

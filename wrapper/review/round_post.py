@@ -202,29 +202,31 @@ def post_round(posting: PostingContext, patch_id: str, at_head: str | None = Non
 def _matched(
     sent: list[LineComment], posted: list[dict[str, Any]]
 ) -> tuple[tuple[int, str | None] | None, ...]:
-    """Each sent comment's ``(id, node_id)`` among the ``posted`` ones read back: the
-    first not yet taken at the same path and line with the same body (None: not there,
-    as after the 422 fallback)."""
+    """Each sent comment's ``(id, node_id)`` among the ``posted`` ones read back (None:
+    not there, as after the 422 fallback): the first not yet taken at the same path and
+    line with the same body, else (a body GitHub normalised) at the same path and line."""
     free = [c for c in posted if isinstance(c.get("id"), int) and not isinstance(c["id"], bool)]
-    found: list[tuple[int, str | None] | None] = []
-    for comment in sent:
-        match = next(
-            (
-                c
-                for c in free
-                if c.get("path") == comment.path
-                and c.get("line") == comment.line
-                and str(c.get("body", "")).rstrip() == comment.body.rstrip()
-            ),
-            None,
-        )
-        if match is None:
-            found.append(None)
-            continue
-        free.remove(match)
-        node = match.get("node_id")
-        found.append((int(match["id"]), node if isinstance(node, str) else None))
-    return tuple(found)
+    found: list[dict[str, Any] | None] = [None] * len(sent)
+    for exact in (True, False):
+        for index, comment in enumerate(sent):
+            if found[index] is not None:
+                continue
+            match = next((c for c in free if _same(c, comment, exact)), None)
+            if match is not None:
+                free.remove(match)
+                found[index] = match
+    return tuple(None if m is None else (int(m["id"]), _node(m)) for m in found)
+
+
+def _same(posted: dict[str, Any], sent: LineComment, exact: bool) -> bool:
+    if posted.get("path") != sent.path or posted.get("line") != sent.line:
+        return False
+    return not exact or str(posted.get("body", "")).rstrip() == sent.body.rstrip()
+
+
+def _node(posted: dict[str, Any]) -> str | None:
+    node = posted.get("node_id")
+    return node if isinstance(node, str) else None
 
 
 @dataclass(frozen=True)
