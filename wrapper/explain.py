@@ -245,9 +245,10 @@ def _ledger_line(label: str, entry: LedgerRow, now: datetime) -> str:
     if entry.carried_from is None:
         return f"{label}: reviewed {entry.verdict} {_ago(entry.reviewed_at, now)}"
     when = _ago(entry.carried_at, now) if entry.carried_at else "(an older kdev: time unknown)"
+    diff = f" (the same diff, patch-id {entry.patch_id[:12]})" if entry.patch_id else ""
     return (
         f"{label}: reviewed {entry.verdict} carried forward {when} from "
-        f"{entry.carried_from[:7]}, reviewed {_ago(entry.reviewed_at, now)}"
+        f"{entry.carried_from[:7]}{diff}, reviewed {_ago(entry.reviewed_at, now)}"
     )
 
 

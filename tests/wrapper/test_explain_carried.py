@@ -1,6 +1,6 @@
 """`kdev explain` tells a carried verdict by its own moment (D76's ``carried_at``): the
 timeline places the carry when it happened, not when the carried-from head was reviewed,
-and the verdict line says it was carried, from which head and when."""
+and the verdict line says it was carried, from which head, which diff and when."""
 
 from __future__ import annotations
 
@@ -36,10 +36,11 @@ def test_the_timeline_places_a_carry_when_it_was_made() -> None:
     assert line.at == moment and "carried from 1a2b3c4" in line.text
 
 
-def test_the_verdict_line_says_carried_from_where_and_when() -> None:
+def test_the_verdict_line_says_carried_from_where_which_diff_and_when() -> None:
     line = _ledger_line("head 9f8e7d6", carried(NOW - timedelta(minutes=3)), NOW)
     assert line == (
-        "head 9f8e7d6: reviewed APPROVE carried forward 3m ago from 1a2b3c4, reviewed 5h ago"
+        "head 9f8e7d6: reviewed APPROVE carried forward 3m ago from 1a2b3c4 "
+        "(the same diff, patch-id abababababab), reviewed 5h ago"
     )
     older = _ledger_line("head 9f8e7d6", carried(None), NOW)
     assert "carried forward (an older kdev: time unknown) from 1a2b3c4" in older

@@ -205,11 +205,18 @@ def deliver(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> st
 
 
 def _post_round(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> str:
+    """The owed round posted as one review; a roster round's findings record written
+    before the part is crossed off (a kill before that adopts and writes it again)."""
     from wrapper.post import PostingContext
     from wrapper.review.round_post import post_round
 
     posting = PostingContext(ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr)
-    return post_round(posting, patch_id)
+    posted = post_round(posting, patch_id, at_head=req.head_sha)
+    if posted.payload.roster:
+        from wrapper.review.roster_round import record_posted
+
+        record_posted(posting, posted, ctx.clock())
+    return posted.detail
 
 
 def _forget_round(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> None:

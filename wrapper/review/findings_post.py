@@ -185,6 +185,18 @@ def _post_all(
         _write(target, record)
 
 
+def record_once(target: PostTarget, record: FindingsRound, review_id: int) -> None:
+    """Writes ``record`` (a roster round posted as review ``review_id``, wrapper.review.
+    roster_round) under the PR's findings lock, unless the round's record already names
+    that review: a rerun that adopted it must not undo the withdrawal steps recorded
+    since. A record of another round of the same diff (``--force``) is replaced."""
+    with _findings_lock(target):
+        path = _path(target, record.patch_id)
+        if path.exists() and any(c.get("review_id") == review_id for c in _load(path).comments):
+            return
+        _write(target, record)
+
+
 def withdraw_pending(target: PostTarget, step: Step = withdraw_step) -> int:
     """Finish the withdrawals every findings record of ``target``'s pull request still
     owes (a run that failed or died after posting); returns how many stay pending.

@@ -134,7 +134,8 @@ def run_leg(
         path = _record_verdict(ctx, req, record, round_payload)
     detail = deliver(ctx, req, record)
     if result.findings is not None:
-        _post_findings(ctx, req, patch_id, result.findings, path)
+        as_review = round_payload is not None  # posted by deliver as one review (D90)
+        _post_findings(ctx, req, patch_id, result.findings, path, as_review)
     return req.report(
         Outcome.REVIEWED,
         patch_id=patch_id,
@@ -160,8 +161,9 @@ def _review(
 ) -> tuple[ReviewResult, RoundPayload | None]:
     """Step 7: the reviewer's verdict, from one backend or (``roster``) one leg per roster
     reviewer of the base branch, merged; with ``review_post`` on for the repository (one
-    backend), read under the findings contract, with the round to post (D86); a diff
-    over the limit (``sized``), one leg per chunk, merged (D89)."""
+    backend), read under the findings contract, with the round to post (D86; a roster's
+    findings as one review, D90); a diff over the limit (``sized``), one leg per chunk,
+    merged (D89)."""
     if not reviewer.roster and sized is not None and sized.legs > 1:
         from wrapper.review.chunked_leg import SizedRound, run_chunked
 
@@ -211,6 +213,11 @@ def _review(
         sized=planned,
         meter=ctx.meter,
     )
+    if review_post_enabled(ctx.config, data.repo):
+        from wrapper.review.roster_round import roster_payload
+
+        payload = roster_payload(roster, merged, data.diff, patch_id, data.head_sha, data.excluded)
+        return merged, payload
     return merged, None
 
 
@@ -220,21 +227,28 @@ def _post_findings(
     patch_id: str,
     findings: tuple[Finding, ...],
     verdict_path: Path,
+    as_review: bool = False,
 ) -> None:
-    """Step 10 (roster mode): the findings posted on the PR and counted, the validator's
-    withdrawn ones withdrawn on their thread (and any an earlier failed run left); any
-    finding not posted is KdevError ``findings_post_incomplete``, any withdrawal left
+    """Step 10 (roster mode): the findings posted on the PR and counted (``as_review``:
+    already posted with the round's review, D90), the validator's withdrawn ones
+    withdrawn on their thread (and any an earlier failed run left); any finding not
+    posted is KdevError ``findings_post_incomplete``, any withdrawal left
     ``findings_withdraw_incomplete`` (the verdict stands, delivered)."""
     from wrapper.review.findings_post import (
         FINDINGS_INCOMPLETE,
         check_withdrawn,
         post_findings,
+        withdraw_pending,
     )
     from wrapper.review.findings_target import PostTarget
 
     target = PostTarget(
         ctx.github, ctx.ledger, ctx.config, ctx.environ, req.repo, req.pr, req.head_sha
     )
+    if as_review:
+        withdraw_pending(target)
+        check_withdrawn(target, verdict_path)
+        return
     posted = post_findings(target, patch_id, findings, ctx.clock)
     if posted.posted < posted.expected:
         reasons = ", ".join(sorted({f["reason"] for f in posted.failures}))

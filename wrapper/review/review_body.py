@@ -83,17 +83,22 @@ def render_round(
     if review.contradiction:
         head.append(review.contradiction)
     if carried is not None:
-        head.append(
-            f"Carried forward: this diff (patch-id {code_span(carried.patch_id)}) was "
-            f"reviewed at {code_span(carried.reviewed_head)}; its review stands."
-        )
-    head.append(_files(files_reviewed, files_not_reviewed))
+        head.append(carried_line(carried))
+    head.append(files_section(files_reviewed, files_not_reviewed))
     if review.mode == "prose":
         return RenderedRound(_with_prose(head, review.summary), comments)
     if review.summary.strip():
         head.append(_quoted(review.summary))
     unplaced = [p for p in placements if not p.inline]
     return RenderedRound(_with_unplaced(head, unplaced), comments)
+
+
+def carried_line(carried: Carried) -> str:
+    """The summary's line for a round posted at a head that carries its diff."""
+    return (
+        f"Carried forward: this diff (patch-id {code_span(carried.patch_id)}) was "
+        f"reviewed at {code_span(carried.reviewed_head)}; its review stands."
+    )
 
 
 def _verdict_line(review: ParsedReview) -> str:
@@ -105,7 +110,7 @@ def _verdict_line(review: ParsedReview) -> str:
     return f"**Review: {review.verdict}** ({counts})"
 
 
-def _files(reviewed: Sequence[str], not_reviewed: Sequence[NotReviewed]) -> str:
+def files_section(reviewed: Sequence[str], not_reviewed: Sequence[NotReviewed]) -> str:
     lines = [f"Files reviewed ({len(reviewed)}): {_listed([code_span(p) for p in reviewed])}"]
     if not_reviewed:
         items = [f"{code_span(f.path)} ({_one_line(f.why)})" for f in not_reviewed]

@@ -84,6 +84,8 @@ class ReviewResult:
     # Roster mode only: every reviewer's findings, to be posted on the PR (None: one
     # backend, nothing posted per finding).
     findings: tuple[Finding, ...] | None = None
+    # Roster mode only: each roster reviewer's own verdict, in the roster's order.
+    verdicts: tuple[str, ...] = ()
 
 
 def parse_verdict(text: str) -> str | None:

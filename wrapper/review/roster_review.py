@@ -71,11 +71,11 @@ def merge_outputs(
     """One verdict from the reviewers' outputs and the validator's dispositions of their
     ``findings`` (see the module doc); ``model`` is left empty for the caller to fill."""
     sections: list[str] = [roster.summary]
-    blocking = False
+    verdicts: list[str] = []
     for reviewer, raw in results:
         output = standing_output(raw, [f for f in findings if f.agent == reviewer.name])
         verdict = "REQUEST_CHANGES" if has_blocking_finding(output) else "APPROVE"
-        blocking = blocking or verdict == "REQUEST_CHANGES"
+        verdicts.append(verdict)
         scope = reviewer.scope or "."
         sections += [
             "",
@@ -85,9 +85,9 @@ def merge_outputs(
             "",
             output.strip(),
         ]
-    verdict = "REQUEST_CHANGES" if blocking else "APPROVE"
+    verdict = "REQUEST_CHANGES" if "REQUEST_CHANGES" in verdicts else "APPROVE"
     body = "\n".join([*sections, "", f"VERDICT: {verdict}"])
-    return ReviewResult(verdict=verdict, body=body, model="")
+    return ReviewResult(verdict=verdict, body=body, model="", verdicts=tuple(verdicts))
 
 
 def run_roster_review(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from wrapper.config import CommandReviewer, OpenAIReviewer
 from wrapper.errors import ReviewerFailed
-from wrapper.review.anchoring import Placement, parse_diff, place_all
+from wrapper.review.anchoring import FileDiff, Placement, parse_diff, place_all
 from wrapper.review.context import ReviewContext
 from wrapper.review.exclusions import Decision
 from wrapper.review.findings_contract import (
@@ -96,13 +96,7 @@ def round_payload(
     """The round of ``parsed`` on ``diff`` (the reviewed paths'): its summary and line
     comments, and the summary that lists every finding (for a 422). ``excluded`` (D87)
     are listed as not reviewed, each with its rule and detail."""
-    files = parse_diff(diff)
-    reviewed = [path for path, f in files.items() if not f.binary]
-    not_reviewed = [NotReviewed(d.path, f"{d.rule}: {d.detail}") for d in excluded]
-    listed = {d.path for d in excluded}
-    not_reviewed += [
-        NotReviewed(path, "binary") for path, f in files.items() if f.binary and path not in listed
-    ]
+    files, reviewed, not_reviewed = diff_files(diff, excluded)
     placements = place_all(parsed.findings, files)
     rendered = render_round(parsed, placements, reviewed, not_reviewed)
     in_summary = [_summary_only(p) for p in placements]
@@ -114,6 +108,22 @@ def round_payload(
         comments=rendered.comments,
         fallback=f"{fallback.body}\n\n{FALLBACK_NOTE}",
     )
+
+
+def diff_files(
+    diff: str, excluded: Sequence[Decision] = ()
+) -> tuple[dict[str, FileDiff], list[str], list[NotReviewed]]:
+    """``diff`` read into files (DiffError ``diff_unparseable`` when it cannot be), the
+    paths reviewed, and those not reviewed with why: ``excluded`` (D87) with its rule
+    and detail, and the binary files."""
+    files = parse_diff(diff)
+    reviewed = [path for path, f in files.items() if not f.binary]
+    not_reviewed = [NotReviewed(d.path, f"{d.rule}: {d.detail}") for d in excluded]
+    listed = {d.path for d in excluded}
+    not_reviewed += [
+        NotReviewed(path, "binary") for path, f in files.items() if f.binary and path not in listed
+    ]
+    return files, reviewed, not_reviewed
 
 
 def _summary_only(placement: Placement) -> Placement:
