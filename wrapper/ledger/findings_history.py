@@ -70,6 +70,8 @@ class History:
     head_sha: str | None = None
     mode: str = "full"
     findings: tuple[FindingEntry, ...] = field(default_factory=tuple)
+    rounds: dict[str, str] = field(default_factory=dict)  # patch-id -> first, full, delta
+    attached: str | None = None  # the round whose comments' ids are recorded
 
     def next_id(self) -> str:
         return f"F{len(self.findings) + 1}"
@@ -106,6 +108,8 @@ def read_history(ledger: Ledger, repo: str, pr: int) -> History:
             head_sha=data["head_sha"],
             mode=str(data["mode"]),
             findings=tuple(_entry(item) for item in data["findings"]),
+            rounds={str(k): str(v) for k, v in data["rounds"].items()},
+            attached=data["attached"],
         )
     except (ValueError, KeyError, TypeError):
         raise LedgerError(f"{path}: not a findings history record", UNREADABLE) from None
@@ -128,8 +132,17 @@ def write_history(ledger: Ledger, repo: str, pr: int, history: History) -> None:
         "head_sha": history.head_sha,
         "mode": history.mode,
         "findings": [asdict(f) for f in history.findings],
+        "rounds": history.rounds,
+        "attached": history.attached,
     }
     ledger.atomic_write(path, json.dumps(data, indent=1))
+
+
+def is_derived(ledger: Ledger, repo: str, pr: int, patch_id: str | None) -> bool:
+    """Whether the verdict of ``patch_id`` is a delta round's, derived (D92)."""
+    if patch_id is None or not history_path(ledger, repo, pr).exists():
+        return False
+    return read_history(ledger, repo, pr).rounds.get(patch_id) == "delta"
 
 
 def read_reviewed_diff(ledger: Ledger, repo: str, pr: int) -> str | None:

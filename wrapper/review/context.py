@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import httpx
 
@@ -22,6 +22,9 @@ from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
 from wrapper.post import PostingContext
 from wrapper.review.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from wrapper.review.incremental import IncrementalRound
 
 log = logging.getLogger("kdev.review")
 
@@ -86,6 +89,8 @@ class ReviewContext:
     # The schedule's own targets (a repos.yaml entry's notify when the sweep retries a
     # deferral); None: routed by wrapper.notify.route.
     schedule_notify: list[NotifyTarget] | None = None
+    # This round's part in the PR's findings history (D91); set in step 4 when it applies.
+    incremental: IncrementalRound | None = None
 
     def posting(self, repo: str, pr: int) -> PostingContext:
         """What posting on ``repo`` #``pr`` takes, from this context."""

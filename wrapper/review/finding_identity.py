@@ -3,8 +3,9 @@ D91). Pure: no I/O.
 
 A finding's **fingerprint** is what it says about which code: its path, its title
 normalised (case folded, whitespace collapsed) and the text of the head lines it is
-anchored to, each line normalised the same way (``start_line``..``line``; the one line
-when there is no range). The line *number* is left out, so a finding on code that moved
+anchored to (``start_line``..``line``; the one line when there is no range), each without
+its trailing whitespace and otherwise exact: code is case-sensitive, and indentation is
+meaning in Python, YAML or a Makefile (as for the patch-id, D3). The line *number* is left out, so a finding on code that moved
 (lines added above it, a rebase, a base merged in) has the same fingerprint, and a
 reviewer repeating it is recognised; code whose text changed is a new fingerprint (the
 finding may be fixed, and if the same problem is found on the new text it is a new
@@ -27,12 +28,17 @@ _SPACE = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
-    """``text`` case folded, each whitespace run one space, stripped."""
+    """A title: case folded, each whitespace run one space, stripped."""
     return _SPACE.sub(" ", text).strip().casefold()
 
 
+def code_line(text: str) -> str:
+    """A code line as the fingerprint reads it: without trailing whitespace (or CR)."""
+    return text.rstrip()
+
+
 def anchored_lines(lines: Sequence[str] | None, line: int, start_line: int | None) -> list[str]:
-    """The normalised head lines ``start_line``..``line`` (1-based) of a file's
+    """The head lines ``start_line``..``line`` (1-based) of a file's
     ``lines``; empty when the file or the lines are not there (a finding in the summary
     with ``unknown_path`` or ``line_past_end``)."""
     if lines is None:
@@ -41,7 +47,7 @@ def anchored_lines(lines: Sequence[str] | None, line: int, start_line: int | Non
     if first < 1 or line > len(lines):
         return []
     last = min(line, first + MAX_ANCHOR_LINES - 1)
-    return [normalise(text) for text in lines[first - 1 : last]]
+    return [code_line(text) for text in lines[first - 1 : last]]
 
 
 def fingerprint(path: str, title: str, anchored: Sequence[str]) -> str:
@@ -60,7 +66,7 @@ def locate(anchored: Sequence[str], lines: Sequence[str] | None, near: int) -> i
     if lines is None or not anchored:
         return None
     size = len(anchored)
-    normal = [normalise(text) for text in lines]
+    normal = [code_line(text) for text in lines]
     ends = [
         start + size
         for start in range(len(normal) - size + 1)

@@ -117,3 +117,17 @@ def check_known(reports: tuple[EarlierReport, ...], known: frozenset[str]) -> st
         if report.id not in known:
             return f"{EARLIER_KEY} reports {report.id}, which the round did not list"
     return None
+
+
+def merge_earlier(legs: list[tuple[EarlierReport, ...]]) -> tuple[EarlierReport, ...]:
+    """The reports of a round's chunk legs as one (D89's chunks, each shown every earlier
+    finding): ``standing`` when any leg says so, else ``wrong`` when any does, else
+    ``fixed``; a finding no leg reported is not reported (it stands)."""
+    rank = {"standing": 0, "wrong": 1, "fixed": 2}
+    merged: dict[str, EarlierReport] = {}
+    for reports in legs:
+        for report in reports:
+            known = merged.get(report.id)
+            if known is None or rank[report.status] < rank[known.status]:
+                merged[report.id] = report
+    return tuple(merged.values())

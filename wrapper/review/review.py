@@ -75,6 +75,7 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
     ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
     owed = deliver(ctx, req, record)  # a run killed before its step 9
     _finish_withdrawals(ctx, req, record)  # ... or before its findings were withdrawn
+    owed = "; ".join(filter(None, (owed, _finish_incremental(ctx, req))))
     return req.report(
         Outcome.CARRIED_FORWARD,
         patch_id=record.patch_id,
@@ -113,6 +114,17 @@ def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictR
     )
     withdraw_pending(target)
     check_withdrawn(target, ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id))
+
+
+def _finish_incremental(ctx: ReviewContext, req: ReviewRequest) -> str:
+    """The thread replies and resolves an earlier run left undone (D91)."""
+    from wrapper.ledger.findings_history import history_path
+
+    if not history_path(ctx.ledger, req.repo, req.pr).exists():
+        return ""
+    from wrapper.review.incremental import finish_round
+
+    return finish_round(ctx.posting(req.repo, req.pr))
 
 
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
@@ -216,6 +228,14 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     reviewed = replace(
         prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
     )
+    # An incremental round (D91): what changed and the earlier findings, before sizing.
+    from wrapper.review.incremental import prepare_round
+
+    ready = prepare_round(
+        ctx.config, ctx.ledger, ctx.github, git, reviewed, patch_id, force=req.force
+    )
+    if ready is not None:
+        reviewed, ctx.incremental = ready
     sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed)
     if isinstance(sized, ReviewReport):
         return sized
@@ -251,4 +271,4 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
                 for _ in range(legs):
                     ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             gate.running()
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, info, sized)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, info, sized, reviewed)
