@@ -35,6 +35,7 @@ from engine.github import GitHubClient, GitHubError, GitHubNotFound, PullRequest
 from engine.timefmt import iso_utc, iso_utc_or_none, minute_utc
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
+from wrapper.ledger.findings_history import DERIVED_WORDS, is_derived
 from wrapper.ledger.ledger import Ledger, LedgerRow
 from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
 
@@ -171,6 +172,9 @@ def explain(
     result.outcomes = [e.to_json() for e in entries]
     result.timeline = build_timeline(side, entries, rows, now)
     result.fate, result.verdict = verdict(result, side, entries, rows, engine, now)
+    patch = next((r.patch_id for r in rows if r.head_sha == head and r.verdict), None)
+    if result.fate in ("reviewed", "carried_forward") and is_derived(ledger, repo, pr, patch):
+        result.verdict += f" ({DERIVED_WORDS})"  # a delta round's verdict (D92)
     return result
 
 

@@ -7,13 +7,14 @@ a delta round's verdict is derived."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.wrapper.reviewbench import REPO, Bench, open_bench
+from tests.wrapper.reviewbench import BIN, REPO, Bench, open_bench
 from wrapper.config import KdevConfig
 from wrapper.errors import KdevError
 from wrapper.ledger.findings_history import is_derived, read_history
@@ -161,6 +162,15 @@ def test_five_rounds_post_nothing_twice_and_close_what_is_fixed(bench: Bench) ->
         if r.commit_id == bench.sim.pull(REPO, pr_number).head_sha and "kdev-round" in r.body
     ]
     assert "Derived verdict (delta round)" in review5.body
+
+    shown = subprocess.run(
+        [str(BIN / "kdev"), "explain", "--repo", REPO, "--pr", str(pr_number)],
+        env=bench.kdev_env(config(bench, "delta")),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "derived: a delta round's verdict" in shown.stdout.splitlines()[-1], shown.stderr
 
     # Over the five rounds: five findings posted, once each; the second B only after
     # the first B's thread was closed. Every closed finding: one reply, resolved.

@@ -28,6 +28,10 @@ DIFF_FILE = "reviewed.diff"
 HISTORY_VERSION = 1
 UNREADABLE = "findings_history_unreadable"
 STATES = ("open", "fixed", "wrong", "withdrawn")
+DERIVED_WORDS = (
+    "derived: a delta round's verdict, the earlier rounds' standing findings plus the "
+    "delta's, not a full review"
+)
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def run_chunked(
     merged = merge_chunks(results, len(chunks))
     if isinstance(merged, MergeRefusal):
         raise KdevError(f"{merged.WHAT}: {merged.detail}", merged.reason)
-    earlier = merge_earlier([r.parsed.earlier for r in results])
+    earlier = merge_earlier([r.review.earlier for r in results])
     result, payload = _merged_result(merged, bodies, reviewer.model, findings_mode, data, patch_id)
     if payload is None or ctx.incremental is None:
         return result, payload

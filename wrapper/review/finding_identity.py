@@ -3,14 +3,14 @@ D91). Pure: no I/O.
 
 A finding's **fingerprint** is what it says about which code: its path, its title
 normalised (case folded, whitespace collapsed) and the text of the head lines it is
-anchored to (``start_line``..``line``; the one line when there is no range), each without
-its trailing whitespace and otherwise exact: code is case-sensitive, and indentation is
-meaning in Python, YAML or a Makefile (as for the patch-id, D3). The line *number* is left out, so a finding on code that moved
-(lines added above it, a rebase, a base merged in) has the same fingerprint, and a
-reviewer repeating it is recognised; code whose text changed is a new fingerprint (the
-finding may be fixed, and if the same problem is found on the new text it is a new
-finding). The fingerprint is versioned (``fp1:``) so a later scheme never matches an
-older one by accident.
+anchored to (``start_line``..``line``; the one line when there is no range), each
+without its trailing whitespace and otherwise exact: code is case-sensitive, and
+indentation is meaning in Python, YAML or a Makefile (as for the patch-id, D3). The
+line *number* is left out, so a finding on code that moved (lines added above it, a
+rebase, a base merged in) keeps its fingerprint, and a reviewer repeating it is
+recognised; code whose text changed is a new fingerprint (the finding may be fixed, and
+the same problem found on the new text is a new finding). The fingerprint is versioned
+(``fp1:``) so a later scheme never matches an older one by accident.
 
 :func:`locate` finds where recorded anchored lines are at a new head: the same
 normalised sequence of lines, nearest the old line when it occurs more than once.

@@ -133,7 +133,8 @@ def settle(
     posted_ids = {f.id for f in history.findings if f.round == patch_id}
     standing = tuple(f for f in history.findings if f.state == "open" and f.id not in posted_ids)
     closed = tuple(f for f in history.findings if _closed_at(f, head_sha))
-    blocking = any(f.severity in BLOCKING for f in (*to_post, *standing))
+    severities = [f.severity for f in to_post] + [f.severity for f in standing]
+    blocking = any(severity in BLOCKING for severity in severities)
     verdict = REQUEST_CHANGES if blocking else APPROVE
     summary = _summary(parsed.summary, standing, closed, derived)
     answer = replace(parsed, findings=tuple(to_post), verdict=verdict, summary=summary)

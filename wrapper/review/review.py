@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from wrapper.errors import KdevError, Outcome
 from wrapper.git import Git
@@ -46,6 +47,9 @@ from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, n
 from wrapper.review.force import check_force_ready, resolve_head
 from wrapper.review.merge_gate import GateRun, open_gate
 from wrapper.review.steps import moved_on, patch_of_head
+
+if TYPE_CHECKING:
+    from wrapper.review.prompt import PromptInput
 
 __all__ = [
     "ReviewContext",
@@ -114,6 +118,20 @@ def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictR
     )
     withdraw_pending(target)
     check_withdrawn(target, ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id))
+
+
+def _incremental(
+    ctx: ReviewContext, git: Git, data: PromptInput, patch_id: str, force: bool
+) -> PromptInput:
+    """Step 4's incremental round (D91): what changed since the reviewed diff and the
+    earlier findings, in the prompt before it is sized; ``data`` when none applies."""
+    from wrapper.review.incremental import prepare_round
+
+    ready = prepare_round(ctx.config, ctx.ledger, ctx.github, git, data, patch_id, force=force)
+    if ready is None:
+        return data
+    data, ctx.incremental = ready
+    return data
 
 
 def _finish_incremental(ctx: ReviewContext, req: ReviewRequest) -> str:
@@ -228,14 +246,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     reviewed = replace(
         prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
     )
-    # An incremental round (D91): what changed and the earlier findings, before sizing.
-    from wrapper.review.incremental import prepare_round
-
-    ready = prepare_round(
-        ctx.config, ctx.ledger, ctx.github, git, reviewed, patch_id, force=req.force
-    )
-    if ready is not None:
-        reviewed, ctx.incremental = ready
+    reviewed = _incremental(ctx, git, reviewed, patch_id, req.force)  # D91
     sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed)
     if isinstance(sized, ReviewReport):
         return sized
