@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from tests.wrapper.reviewbench import REPO, Bench, open_bench
 from tests.wrapper.test_incremental_rounds import answer, finding
 from wrapper.config import KdevConfig
+from wrapper.config_incremental import incremental_mode
 from wrapper.errors import KdevError
 from wrapper.ledger.findings_history import read_history
 
@@ -117,3 +119,12 @@ def test_a_chunked_round_merges_its_legs_reports(bench: Bench) -> None:
 def test_an_unknown_mode_is_refused(bench: Bench) -> None:
     with pytest.raises(ValidationError):
         config(bench, "sometimes")
+
+
+def test_the_documented_setting_is_valid_and_a_repository_wins() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "reviewers.md").read_text()
+    section = text.split("## Incremental rounds (`incremental`)", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    loaded = KdevConfig.model_validate(yaml.safe_load(block))
+    assert incremental_mode(loaded, "octo/docs-site") == "delta"
+    assert incremental_mode(loaded, "octo/other") == "full"
