@@ -5,19 +5,24 @@ makes a delta repository's round full; a round over the prompt limit is still ch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 import yaml
 from pydantic import ValidationError
 
-from tests.wrapper.reviewbench import REPO, Bench, open_bench
+from tests.wrapper.reviewbench import REPO, Bench, open_bench, openai_reviewer
 from tests.wrapper.test_incremental_rounds import answer, finding
 from wrapper.config import KdevConfig
 from wrapper.config_incremental import incremental_mode
 from wrapper.errors import KdevError
 from wrapper.ledger.findings_history import read_history
+from wrapper.review.findings_contract import response_format
+from wrapper.review.findings_earlier import EARLIER_INSTRUCTION
 
 BASE = "".join(f"v{n} = {n}\n" for n in range(1, 31))
 OTHER = "".join(f"w{n} = {n}\n" for n in range(1, 31))
@@ -128,3 +133,33 @@ def test_the_documented_setting_is_valid_and_a_repository_wins() -> None:
     loaded = KdevConfig.model_validate(yaml.safe_load(block))
     assert incremental_mode(loaded, "octo/docs-site") == "delta"
     assert incremental_mode(loaded, "octo/other") == "full"
+
+
+def test_a_structured_backend_is_held_to_version_2(bench: Bench) -> None:
+    pr = bench.sim.open_pr(REPO, "w", {"app.py": BASE.replace("v5 = 5", "v5 = 'x'")}).number
+    seen: list[dict[str, Any]] = []
+    answers = [
+        {"kdev_findings": 1, "summary": "s", "findings": [finding(5, "A")]},
+        {"kdev_findings": 2, "summary": "s", "findings": [],
+         "earlier": [{"id": "F1", "status": "fixed", "note": None}]},
+    ]  # fmt: skip
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        content = json.dumps(answers[len(seen) - 1])
+        return httpx.Response(200, json={"choices": [{"message": {"content": content}}]})
+
+    cfg = bench.config(
+        mention_handle="kdev",
+        review_post={"enabled": True},
+        reviewer=openai_reviewer("http://llm.invalid/v1"),
+    )
+    env = {"REVIEWER_KEY": "k"}
+    transport = httpx.MockTransport(reply)
+    bench.review(pr, config=cfg, environ=env, reviewer_transport=transport)
+    bench.sim.push(REPO, pr, {"app.py": BASE.replace("v5 = 5", "v5 = 'y'")})
+    report = bench.review(pr, config=cfg, environ=env, reviewer_transport=transport)
+    assert seen[0]["response_format"] == response_format()
+    assert seen[1]["response_format"] == response_format(2)
+    assert EARLIER_INSTRUCTION in seen[1]["messages"][0]["content"]
+    assert report.verdict == "APPROVE" and len(replies(bench)) == 1
