@@ -163,3 +163,16 @@ def test_a_structured_backend_is_held_to_version_2(bench: Bench) -> None:
     assert seen[1]["response_format"] == response_format(2)
     assert EARLIER_INSTRUCTION in seen[1]["messages"][0]["content"]
     assert report.verdict == "APPROVE" and len(replies(bench)) == 1
+
+
+def test_a_shifted_range_is_found_whole_at_its_new_place(bench: Bench) -> None:
+    changed = BASE.replace("v4 = 4", "v4 = 'x'").replace("v6 = 6", "v6 = 'y'")
+    pr = bench.sim.open_pr(REPO, "w", {"app.py": changed}).number
+    ranged = {**finding(6, "R"), "start_line": 4}
+    run(bench, pr, answer(ranged), config(bench))
+    bench.sim.push(REPO, pr, {"app.py": "# a\n# b\n" + changed})
+    run(bench, pr, answer(earlier={"F1": "standing"}), config(bench))
+    assert "F1 [P2] app.py:8 (its lines are unchanged (now line 8)): R" in prompts(bench)[-1]
+    [entry] = read_history(bench.ledger(), REPO, pr).findings
+    assert (entry.start_line, entry.line, entry.state) == (6, 8, "open")
+    assert len(bench.sim.comments(REPO, kind="review")) == 1

@@ -165,8 +165,10 @@ def _state(
     moved = entry
     if line is not None:
         code = "unchanged"
-        size = len(entry.anchored)
-        moved = replace(entry, line=line, start_line=line - size + 1 if size > 1 else None)
+        first = line - len(entry.anchored) + 1  # the anchored lines may be a long range's start
+        span = entry.line - (entry.start_line or entry.line)
+        start = first if entry.start_line is not None else None
+        moved = replace(entry, line=first + span, start_line=start)
     state: Literal["open", "resolved", "outdated", "none"] = "none"
     if thread is not None:
         state = "resolved" if thread.is_resolved else "outdated" if thread.is_outdated else "open"
