@@ -176,3 +176,32 @@ def test_a_shifted_range_is_found_whole_at_its_new_place(bench: Bench) -> None:
     [entry] = read_history(bench.ledger(), REPO, pr).findings
     assert (entry.start_line, entry.line, entry.state) == (6, 8, "open")
     assert len(bench.sim.comments(REPO, kind="review")) == 1
+
+
+def test_unreadable_threads_fail_the_round_before_its_leg(bench: Bench) -> None:
+    pr = bench.sim.open_pr(REPO, "w", {"app.py": BASE.replace("v5 = 5", "v5 = 'x'")}).number
+    run(bench, pr, answer(finding(5, "A")), config(bench))
+    legs = bench.legs()
+    bench.sim.push(REPO, pr, {"app.py": BASE.replace("v5 = 5", "v5 = 'y'")})
+    bench.sim.inject_fault("POST", r"/graphql$", status=422)
+    with pytest.raises(KdevError) as caught:
+        run(bench, pr, answer(earlier={"F1": "fixed"}), config(bench))
+    assert caught.value.reason == "github_read_failed"
+    assert bench.legs() == legs and len(prompts(bench)) == 1  # no leg spent
+
+
+def test_ids_not_read_back_are_attached_by_the_next_run(bench: Bench) -> None:
+    pr = bench.sim.open_pr(REPO, "w", {"app.py": BASE.replace("v5 = 5", "v5 = 'x'")}).number
+    bench.sim.inject_fault("GET", r"/pulls/\d+/reviews$", status=422)
+    with pytest.raises(KdevError) as caught:
+        run(bench, pr, answer(finding(5, "A")), config(bench))
+    assert caught.value.reason == "incremental_close_failed"
+    [entry] = read_history(bench.ledger(), REPO, pr).findings
+    assert entry.comment_id is None
+    run(bench, pr, answer(), config(bench))  # carried forward: the ids are read now
+    [entry] = read_history(bench.ledger(), REPO, pr).findings
+    [root] = bench.sim.comments(REPO, kind="review")
+    assert entry.comment_id == root.id
+    bench.sim.push(REPO, pr, {"app.py": BASE.replace("v5 = 5", "v5 = 'y'")})
+    run(bench, pr, answer(earlier={"F1": "fixed"}), config(bench))
+    assert bench.sim.thread_resolved(REPO, root.id) and len(replies(bench)) == 1
