@@ -154,6 +154,8 @@ def test_five_rounds_post_nothing_twice_and_close_what_is_fixed(bench: Bench) ->
     assert "This is a delta round" in prompt5
     assert r5.verdict == "REQUEST_CHANGES"  # D (P2) and B again stand: derived
     assert is_derived(bench.ledger(), REPO, pr_number, r5.patch_id)
+    assert r5.detail.startswith("derived verdict (delta round)")
+    assert "1 earlier findings closed" in r5.detail
     verdict_file = Path(r5.artifact).read_text()
     assert "Derived verdict (delta round)" in verdict_file
     [review5] = [

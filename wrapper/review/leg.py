@@ -134,7 +134,8 @@ def run_leg(
         from wrapper.review.incremental import finish_round
 
         closed = finish_round(ctx.posting(req.repo, req.pr))
-        detail = "; ".join(filter(None, (detail, closed)))
+        derived = "derived verdict (delta round)" if ctx.incremental.derived else ""
+        detail = "; ".join(filter(None, (derived, detail, closed)))
     if result.findings is not None:
         _post_findings(ctx, req, patch_id, result.findings, path)
     return req.report(
