@@ -158,6 +158,8 @@ def _gql_comment(ctx: Ctx, c: Comment) -> dict[str, Any]:
         "body": c.body,
         "path": c.path,
         "line": c.line,
+        "originalLine": c.original_line if c.original_line is not None else c.line,
+        "outdated": c.outdated,
         "createdAt": iso(c.created_at),
         "isMinimized": c.id in ctx.sim._minimized,
     }
@@ -170,9 +172,10 @@ def _gql_thread(ctx: Ctx, root: Comment, comments_first: int) -> dict[str, Any]:
     return {
         "id": node_id("PullRequestReviewThread", root.id),
         "isResolved": root.id in ctx.sim._resolved_threads,
-        "isOutdated": False,
+        "isOutdated": root.outdated,  # a push changed its line (ghsim/outdating.py)
         "path": root.path,
         "line": root.line,
+        "originalLine": root.original_line if root.original_line is not None else root.line,
         "comments": {
             "totalCount": len(members),
             "nodes": [_gql_comment(ctx, c) for c in members[:comments_first]],

@@ -162,6 +162,14 @@ class Comment:
     start_side: str | None = None
     position: int | None = None
     diff_hunk: str | None = None
+    # A push that changes its line makes it outdated (ghsim/outdating.py): ``line``,
+    # ``start_line`` and ``position`` None, the originals kept; ``placed_on`` is the
+    # commit its line was last mapped to (None: its ``commit_id``).
+    outdated: bool = False
+    original_line: int | None = None
+    original_start_line: int | None = None
+    original_position: int | None = None
+    placed_on: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -103,6 +103,10 @@ class PullSim(RepoSim, ProtectionSim):
         pr.updated_at = now
         pr.head_repo.pushed_at = now
         self._dismiss_stale_approvals(pr)
+        self._after_synchronize(pr)
+
+    def _after_synchronize(self, pr: Pull) -> None:
+        """What else a push does (line comments moved or outdated: ghsim/outdating.py)."""
 
     def sync(self, repo: str | None = None) -> list[Pull]:
         """Notice pushes made directly to the bare repos; returns the pulls that moved."""

@@ -37,6 +37,8 @@ class ConversationRenderer(SharedRenderer):
         pull_url = f"{api_repo}/pulls/{c.pull_number}"
         line = c.line if c.line is not None else 1
         position = c.position if c.position is not None else line
+        first = c.original_line if c.original_line is not None else line
+        start = c.original_start_line if c.original_line is not None else c.start_line
         obj = fill(
             copy.deepcopy(REVIEW_COMMENT),
             url=url,
@@ -46,7 +48,7 @@ class ConversationRenderer(SharedRenderer):
             diff_hunk=c.diff_hunk or f"@@ -{line},1 +{line},1 @@",
             path=c.path or "README.md",
             position=position,
-            original_position=position,
+            original_position=position if c.original_position is None else c.original_position,
             commit_id=c.commit_id,
             original_commit_id=c.commit_id,
             in_reply_to_id=c.in_reply_to_id,
@@ -63,12 +65,15 @@ class ConversationRenderer(SharedRenderer):
                 "pull_request": {"href": pull_url},
             },
             start_line=c.start_line,
-            original_start_line=c.start_line,
+            original_start_line=start,
             start_side=c.start_side,
             line=line,
-            original_line=line,
+            original_line=first,
             side=c.side,
         )
+        if c.outdated:  # GitHub nulls them (observed); its description types them integer
+            obj.pop("line", None)
+            obj.pop("position", None)
         if c.in_reply_to_id is None:
             obj.pop("in_reply_to_id", None)  # GitHub omits the key on thread roots
         return obj

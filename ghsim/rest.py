@@ -257,6 +257,9 @@ def reply_to_review_comment(
         line=target.line,
         in_reply_to=root,
     )
+    if target.outdated:  # a reply joins its thread where it is: outdated
+        created.outdated, created.original_line = True, target.original_line
+        created.line = created.position = None
     ctx.status = 201
     payload = _comment_json(ctx, created)
     ctx.headers["location"] = payload["url"]

@@ -3,7 +3,8 @@
 The helpers live one concern a module, each a base class on top of
 :class:`ghsim.core.SimCore` (state, clock, tokens, lookups): ``repos.py``, ``pulls.py``
 (git: open, push, sync, merge), ``pull_edits.py``, ``conversation.py``, ``checks.py``,
-``reviews.py`` (creating reviews), ``suggestions.py``,
+``reviews.py`` (creating reviews), ``outdating.py`` (what a push does to line
+comments), ``suggestions.py``,
 ``protection.py``, ``bots.py``, ``faults.py``, ``traffic.py`` (rate limits, request log)
 and ``facts.py`` (what the routes derive). Every helper takes ``self.lock``.
 
@@ -18,6 +19,7 @@ from ghsim.conversation import ConversationSim
 from ghsim.core import GhsimError
 from ghsim.facts import FactsSim
 from ghsim.faults import FaultSim
+from ghsim.outdating import OutdatingSim
 from ghsim.pull_edits import PullEditSim
 from ghsim.pulls import PullSim
 from ghsim.repos import RepoSim
@@ -26,6 +28,7 @@ from ghsim.traffic import TrafficSim
 
 
 class SimState(
+    OutdatingSim,
     SuggestionSim,
     ConversationSim,
     CheckSim,

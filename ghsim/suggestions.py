@@ -71,6 +71,8 @@ class SuggestionSim(ReviewSim):
             if replacement is None:
                 raise GhsimError(f"comment {comment_id} has no ```suggestion block")
             self._notice_pushes(pr.repo, only=pr)
+            if comment.outdated:  # a push changed its lines (ghsim/outdating.py)
+                raise SuggestionRefused(OUTDATED)
             lines = self._current_lines(pr, comment)
             first = (comment.start_line or comment.line or 1) - 1
             last = comment.line or 1
@@ -91,7 +93,8 @@ class SuggestionSim(ReviewSim):
 
     def _current_lines(self, pr: Pull, comment: Comment) -> list[str]:
         """The head's lines of the comment's file; outdated when the commented lines moved."""
-        path, anchored = str(comment.path), comment.commit_id or pr.head_sha
+        path = str(comment.path)
+        anchored = comment.placed_on or comment.commit_id or pr.head_sha  # moved: its new place
         now = self.git.file_at(pr.repo.path, pr.head_sha, path)
         if now is None:
             raise SuggestionRefused(OUTDATED)

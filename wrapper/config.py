@@ -28,6 +28,7 @@ from engine.github import repo_problem
 from wrapper.config_base import Strict as _Strict
 from wrapper.config_exclusions import ExclusionSettings
 from wrapper.config_gate import MergeGateSettings
+from wrapper.config_incremental import IncrementalSettings
 from wrapper.config_notify import CommandTarget as CommandTarget
 from wrapper.config_notify import FileTarget as FileTarget
 from wrapper.config_notify import GithubCommentTarget as GithubCommentTarget
@@ -197,6 +198,7 @@ class RepositorySettings(_Strict):
     # The recipient (a key of ``recipients``) every notice about this repository goes to.
     notify_to: str | None = None
     review_post: ReviewPostSettings | None = None  # wins over the top level's (D86)
+    incremental: IncrementalSettings | None = None  # wins over the top level's (D92)
     merge_gate: MergeGateSettings | None = None  # replaces the global one here (D85)
     exclusions: ExclusionSettings | None = None  # layered on the top level's (D87)
 
@@ -288,6 +290,7 @@ class KdevConfig(_Strict):
     # (docs/author-loop.md): "reviewer" (the reviewer above) or a reviewer of its own.
     triage_reviewer: Literal["reviewer"] | Reviewer | None = None
     review_post: ReviewPostSettings = Field(default_factory=ReviewPostSettings)  # D86
+    incremental: IncrementalSettings = Field(default_factory=IncrementalSettings)  # D92
     merge_gate: MergeGateSettings = Field(default_factory=MergeGateSettings)  # D85
     exclusions: ExclusionSettings = Field(default_factory=ExclusionSettings)  # D87
     size_policy: SizePolicy = Field(default_factory=SizePolicy)  # D89

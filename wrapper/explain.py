@@ -35,6 +35,7 @@ from engine.github import GitHubClient, GitHubError, GitHubNotFound, PullRequest
 from engine.timefmt import iso_utc, iso_utc_or_none, minute_utc
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
+from wrapper.ledger.findings_history import DERIVED_WORDS, is_derived
 from wrapper.ledger.ledger import Ledger, LedgerRow
 from wrapper.ledger.outcomes import FAILED, OutcomeEntry, OutcomeLog
 from wrapper.ledger.usagelog import read_usage
@@ -178,6 +179,9 @@ def explain(
     legs = [r for r in read_usage(ledger, repo) if r.pr == pr]
     result.usage = [{"at": iso_utc(r.at), **r.usage.to_json()} for r in legs]
     result.timeline += [Line(r.at, "usage", describe(r.usage)) for r in legs]
+    patch = next((r.patch_id for r in rows if r.head_sha == head and r.verdict), None)
+    if result.fate in ("reviewed", "carried_forward") and is_derived(ledger, repo, pr, patch):
+        result.verdict += f" ({DERIVED_WORDS})"  # a delta round's verdict (D92)
     return result
 
 

@@ -177,6 +177,12 @@ def scenario() -> Iterator[Scenario]:
         made = sim.create_review(
             REPO, pr.number, ("collab", 31), event="COMMENT", body="see", comments=[line]
         )
+        # Pull 6: a push outdates one line comment and moves another (issue 28).
+        moving = sim.open_pr(REPO, "moving", {"o.txt": "a\nb\nc\n"})
+        spots = [{"path": "o.txt", "line": n, "body": f"on {n}"} for n in (1, 3)]
+        sim.create_review(REPO, moving.number, ("collab", 31), event="COMMENT", body="x",
+                          comments=spots)  # fmt: skip
+        sim.push(REPO, moving.number, {"o.txt": "z\nA\nb\nc\n"})
         yield Scenario(sim, pr.number, root.id, issue.id, pr.head_sha, "a.txt", made.id)
 
 
@@ -203,6 +209,7 @@ def requests_for(s: Scenario) -> list[tuple[str, str, Any, int]]:
         ("GET", f"{r}/issues/{n}/comments", None, 200),
         ("GET", f"{r}/issues/99/comments", None, 404),
         ("GET", f"{r}/pulls/{n}/comments", None, 200),
+        ("GET", f"{r}/pulls/6/comments", None, 200),  # one outdated, one moved
         ("GET", f"{r}/issues/comments/{s.issue_comment}", None, 200),
         ("GET", f"{r}/issues/comments/{s.review_root}", None, 404),
         ("GET", f"{r}/pulls/comments/{s.review_root}", None, 200),

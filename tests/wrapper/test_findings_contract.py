@@ -279,7 +279,8 @@ MALFORMED: list[tuple[str, Any]] = [
     (fc.NOT_OBJECT, "[]"),
     (fc.NOT_OBJECT, '"text"'),
     (fc.BAD_VERSION, top_without("kdev_findings")),
-    (fc.BAD_VERSION, document(kdev_findings=2)),
+    (fc.BAD_VERSION, document(kdev_findings=3)),
+    (fc.MISSING_FIELD, document(kdev_findings=2)),  # version 2 without its report
     (fc.BAD_VERSION, document(kdev_findings="1")),
     (fc.BAD_VERSION, document(kdev_findings=True)),
     (fc.BAD_VERSION, document(kdev_findings=1.0)),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.errors import InvalidInput
@@ -52,7 +52,7 @@ query($owner: String!, $name: String!, $number: Int!, $first: Int!, $after: Stri
         totalCount
         pageInfo { hasNextPage endCursor }
         nodes {
-          id isResolved isOutdated path line
+          id isResolved isOutdated path line originalLine
           comments(first: 1) { totalCount nodes { id databaseId author { login } } }
         }
       }
@@ -95,6 +95,9 @@ class ReviewThread:
     first_comment_node: str | None
     first_comment_id: int | None
     comment_count: int
+    # A push changed its line (GitHub's ``isOutdated``; ``line`` is then None).
+    is_outdated: bool = False
+    original_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,8 @@ def list_review_threads(github: GitHubClient, repo: str, pr: int) -> list[Review
                         first_comment_node=first[0].get("id"),
                         first_comment_id=first[0].get("databaseId"),
                         comment_count=int((node.get("comments") or {}).get("totalCount") or 0),
+                        is_outdated=bool(node.get("isOutdated")),
+                        original_line=node.get("originalLine"),
                     )
                 )
             info = connection["pageInfo"]
@@ -298,15 +303,7 @@ def _set_resolved(
             raise KdevError(f"unreadable {verb} answer: {exc}", failed) from None
         if done != resolved:
             raise KdevError(f"GitHub did not {verb} thread {thread.id}", failed)
-        return ReviewThread(
-            thread.id,
-            done,
-            thread.path,
-            thread.line,
-            thread.first_comment_node,
-            thread.first_comment_id,
-            thread.comment_count,
-        )
+        return replace(thread, is_resolved=done)
     raise KdevError(
         f"no review thread of {repo} #{pr} starts with comment {node}", THREAD_NOT_FOUND
     )

@@ -29,6 +29,7 @@ from wrapper.review.chunk_merge import ChunkResult, MergedRound, MergeRefusal, m
 from wrapper.review.chunking import ChunkPlan, plan_within
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
 from wrapper.review.findings_contract import ParsedReview
+from wrapper.review.findings_earlier import merge_earlier
 from wrapper.review.patch_id import BASE_REF_PREFIX
 from wrapper.review.prompt import (
     PART_NOTE,
@@ -75,11 +76,13 @@ class SizedRound:
         )
 
 
-def _closing(ctx: ReviewContext, reviewer: CommandReviewer | OpenAIReviewer, repo: str) -> str:
-    if review_post_enabled(ctx.config, repo):
+def _closing(
+    ctx: ReviewContext, reviewer: CommandReviewer | OpenAIReviewer, data: PromptInput
+) -> str:
+    if review_post_enabled(ctx.config, data.repo):
         from wrapper.review.round_review import findings_closing
 
-        return findings_closing(reviewer)
+        return findings_closing(reviewer, data.contract_version)
     return VERDICT_INSTRUCTION
 
 
@@ -91,7 +94,7 @@ def size_round(ctx: ReviewContext, data: PromptInput) -> SizedRound | None:
     if reviewer is None or reviewer.roster:
         return None
     limit = ctx.config.size_policy.limit(reviewer.model)
-    closing = _closing(ctx, reviewer, data.repo)
+    closing = _closing(ctx, reviewer, data)
     bare = render_prompt(replace(data, diff=""), ctx.config.prompt_template, closing)
     # The part note's words count too (its file list is in each chunk's own estimate).
     overhead = estimate_tokens(bare) + estimate_tokens(PART_NOTE) + 16
@@ -176,7 +179,16 @@ def run_chunked(
     merged = merge_chunks(results, len(chunks))
     if isinstance(merged, MergeRefusal):
         raise KdevError(f"{merged.WHAT}: {merged.detail}", merged.reason)
-    return _merged_result(merged, bodies, reviewer.model, findings_mode, data, patch_id)
+    earlier = merge_earlier([r.review.earlier for r in results])
+    result, payload = _merged_result(merged, bodies, reviewer.model, findings_mode, data, patch_id)
+    if payload is None or ctx.incremental is None:
+        return result, payload
+    from wrapper.review.round_review import settled_result
+
+    parsed = ParsedReview(
+        "findings", merged.verdict, merged.summary, merged.findings, earlier=earlier
+    )
+    return settled_result(ctx, parsed, result.body, reviewer.model, data, patch_id)
 
 
 def _merged_result(

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import httpx
 
@@ -23,6 +23,9 @@ from wrapper.notify import Notification, route, send
 from wrapper.post import PostingContext
 from wrapper.review.sandbox import Sandbox
 from wrapper.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from wrapper.review.incremental import IncrementalRound
 
 log = logging.getLogger("kdev.review")
 
@@ -89,6 +92,8 @@ class ReviewContext:
     schedule_notify: list[NotifyTarget] | None = None
     # The usage of this run's reviewer legs, recorded with the round (D103).
     meter: UsageMeter = field(default_factory=UsageMeter)
+    # This round's part in the PR's findings history (D91); set in step 4 when it applies.
+    incremental: IncrementalRound | None = None
 
     def posting(self, repo: str, pr: int) -> PostingContext:
         """What posting on ``repo`` #``pr`` takes, from this context."""

@@ -44,10 +44,20 @@ from typing import Any, Literal
 from markdown_it import MarkdownIt
 
 from wrapper.refusal import Refusal
+from wrapper.review.findings_earlier import (
+    EARLIER_KEY,
+    EARLIER_SCHEMA,
+    EarlierError,
+    EarlierReport,
+    parse_earlier,
+)
 from wrapper.review.verdict_grammar import parse_verdict
 
 VERSION_KEY = "kdev_findings"
 FINDINGS_VERSION = 1
+# Version 2 adds ``earlier``, the report on earlier rounds' findings (D91); both are read.
+EARLIER_VERSION = 2
+VERSIONS = (FINDINGS_VERSION, EARLIER_VERSION)
 BLOCK_INFO = "kdev-findings"
 SCHEMA_NAME = "kdev_findings"
 SEVERITIES = ("P1", "P2", "P3")
@@ -133,6 +143,7 @@ class ParsedReview:
     findings: tuple[Finding, ...] = ()
     stated_verdict: str | None = None
     contradiction: str | None = None
+    earlier: tuple[EarlierReport, ...] = ()  # version 2's report (D91)
 
 
 @dataclass(frozen=True)
@@ -184,15 +195,17 @@ closed (``additionalProperties: false``), every property required, an optional o
 nullable, no length or number bounds (the caps are checked by :func:`parse_review`)."""
 
 
-def response_format() -> dict[str, Any]:
-    """The ``response_format`` of an OpenAI-compatible chat completion (a fresh copy)."""
+def response_format(version: int = FINDINGS_VERSION) -> dict[str, Any]:
+    """The ``response_format`` of an OpenAI-compatible chat completion (a fresh copy);
+    ``version`` 2 is the schema with ``earlier`` (an incremental round, D91)."""
+    schema = copy.deepcopy(FINDINGS_SCHEMA)
+    if version == EARLIER_VERSION:
+        schema["required"].append(EARLIER_KEY)
+        schema["properties"][VERSION_KEY]["enum"] = [EARLIER_VERSION]
+        schema["properties"][EARLIER_KEY] = copy.deepcopy(EARLIER_SCHEMA)
     return {
         "type": "json_schema",
-        "json_schema": {
-            "name": SCHEMA_NAME,
-            "strict": True,
-            "schema": copy.deepcopy(FINDINGS_SCHEMA),
-        },
+        "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": schema},
     }
 
 
@@ -302,6 +315,12 @@ def _findings_review(document: str, stated: str | None, head_lines: HeadLines) -
         raise _Malformed(TOO_MANY, f"{len(items)} findings, more than {MAX_FINDINGS}")
     lookup = _lookup(head_lines)
     findings = tuple(_locate(_finding(item, n), lookup) for n, item in enumerate(items, 1))
+    earlier: tuple[EarlierReport, ...] = ()
+    if data[VERSION_KEY] == EARLIER_VERSION:
+        try:
+            earlier = parse_earlier(data[EARLIER_KEY])
+        except EarlierError as bad:
+            raise _Malformed(bad.reason, bad.detail) from None
     verdict = verdict_of(findings)
     return ParsedReview(
         "findings",
@@ -310,6 +329,7 @@ def _findings_review(document: str, stated: str | None, head_lines: HeadLines) -
         findings,
         stated_verdict=stated,
         contradiction=_contradiction(stated, verdict, findings),
+        earlier=earlier,
     )
 
 
@@ -331,10 +351,11 @@ def _load(document: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _Malformed(NOT_OBJECT, f"the JSON is {_kind(data)}, not an object")
     version = data.get(VERSION_KEY)
-    if type(version) is not int or version != FINDINGS_VERSION:
+    if type(version) is not int or version not in VERSIONS:
         shown = "missing" if VERSION_KEY not in data else _shown(version)
-        raise _Malformed(BAD_VERSION, f"{VERSION_KEY} is {shown}, not {FINDINGS_VERSION}")
-    _keys(data, _TOP_KEYS, frozenset(), "the object")
+        raise _Malformed(BAD_VERSION, f"{VERSION_KEY} is {shown}, not 1 or 2")
+    keys = _TOP_KEYS if version == FINDINGS_VERSION else (*_TOP_KEYS, EARLIER_KEY)
+    _keys(data, keys, frozenset(), "the object")
     return data
 
 

@@ -103,16 +103,18 @@ def run_leg(
     patch_id: str,
     info: PatchInfo,
     sized: SizedRound | RosterRound | None = None,
+    data: PromptInput | None = None,
 ) -> ReviewReport:
     """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune. The
     reviewer reads the reviewed paths' diff and the list of the excluded ones (D87); the
     verdict opens with that list. ``sized`` with more than one chunk: one leg per chunk,
-    one verdict (D89)."""
+    one verdict (D89). ``data``: the prompt input step 4 made (an incremental round's)."""
     excluded = info.exclusions.excluded if info.exclusions is not None else ()
     with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
-        data = replace(
-            prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
-        )
+        if data is None:
+            data = replace(
+                prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
+            )
         try:
             result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id, sized)
         except BaseException:
@@ -132,7 +134,17 @@ def run_leg(
             usage=summary(legs),
         )
         path = _record_verdict(ctx, req, record, round_payload)
+        if ctx.incremental is not None:  # the findings history (D91), after the verdict
+            from wrapper.review.incremental import record_history
+
+            record_history(ctx.ledger, ctx.incremental)
     detail = deliver(ctx, req, record)
+    if ctx.incremental is not None:
+        from wrapper.review.incremental import finish_round
+
+        closed = finish_round(ctx.posting(req.repo, req.pr))
+        derived = "derived verdict (delta round)" if ctx.incremental.derived else ""
+        detail = "; ".join(filter(None, (derived, detail, closed)))
     if result.findings is not None:
         as_review = round_payload is not None  # posted by deliver as one review (D90)
         _post_findings(ctx, req, patch_id, result.findings, path, as_review)

@@ -69,6 +69,10 @@ class PromptInput:
     # The changed paths left out of ``diff`` (D87), each with its rule: listed after the
     # template, fenced (the paths are the PR's).
     excluded: tuple[Decision, ...] = ()
+    # An incremental round's parts 1 and 2, already fenced (wrapper.review.incremental,
+    # D91), placed before the closing; and the findings contract version it asks for.
+    earlier: str = ""
+    contract_version: int = 1
 
 
 EXCLUDED_NOTE = (
@@ -184,4 +188,4 @@ def _render(data: PromptInput, template_path: str | None, default: str, closing:
             "invalid_prompt_template",
         ) from None
     excluded = _excluded_section(data)
-    return f"{DATA_NOT_INSTRUCTIONS}\n\n{body.strip()}\n\n{excluded}{closing}\n"
+    return f"{DATA_NOT_INSTRUCTIONS}\n\n{body.strip()}\n\n{excluded}{data.earlier}{closing}\n"

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from wrapper.errors import KdevError, Outcome
 from wrapper.git import Git
@@ -46,6 +47,9 @@ from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, n
 from wrapper.review.force import check_force_ready, resolve_head
 from wrapper.review.merge_gate import GateRun, open_gate
 from wrapper.review.steps import moved_on, patch_of_head
+
+if TYPE_CHECKING:
+    from wrapper.review.prompt import PromptInput
 
 __all__ = [
     "ReviewContext",
@@ -75,6 +79,7 @@ def carry_forward(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord)
     ctx.ledger.record_index(req.repo, req.pr, req.head_sha, entry)
     owed = deliver(ctx, req, record)  # a run killed before its step 9
     _finish_withdrawals(ctx, req, record)  # ... or before its findings were withdrawn
+    owed = "; ".join(filter(None, (owed, _finish_incremental(ctx, req))))
     return req.report(
         Outcome.CARRIED_FORWARD,
         patch_id=record.patch_id,
@@ -113,6 +118,31 @@ def _finish_withdrawals(ctx: ReviewContext, req: ReviewRequest, record: VerdictR
     )
     withdraw_pending(target)
     check_withdrawn(target, ctx.ledger.verdict_path(req.repo, req.pr, record.patch_id))
+
+
+def _incremental(
+    ctx: ReviewContext, git: Git, data: PromptInput, patch_id: str, force: bool
+) -> PromptInput:
+    """Step 4's incremental round (D91): what changed since the reviewed diff and the
+    earlier findings, in the prompt before it is sized; ``data`` when none applies."""
+    from wrapper.review.incremental import prepare_round
+
+    ready = prepare_round(ctx.config, ctx.ledger, ctx.github, git, data, patch_id, force=force)
+    if ready is None:
+        return data
+    data, ctx.incremental = ready
+    return data
+
+
+def _finish_incremental(ctx: ReviewContext, req: ReviewRequest) -> str:
+    """The thread replies and resolves an earlier run left undone (D91)."""
+    from wrapper.ledger.findings_history import history_path
+
+    if not history_path(ctx.ledger, req.repo, req.pr).exists():
+        return ""
+    from wrapper.review.incremental import finish_round
+
+    return finish_round(ctx.posting(req.repo, req.pr))
 
 
 def review_pr(req: ReviewRequest, ctx: ReviewContext) -> ReviewReport:
@@ -217,6 +247,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     reviewed = replace(
         prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
     )
+    reviewed = _incremental(ctx, git, reviewed, patch_id, req.force)  # D91
     sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed, git)
     if isinstance(sized, ReviewReport):
         return sized
@@ -252,4 +283,4 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
                 for _ in range(legs):
                     ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             gate.running()
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, info, sized)
+            return run_leg(ctx, req, pr, pr_url, git, patch_id, info, sized, reviewed)

@@ -22,6 +22,7 @@ from wrapper.review.anchoring import FileDiff, Placement, parse_diff, place_all
 from wrapper.review.context import ReviewContext
 from wrapper.review.exclusions import Decision
 from wrapper.review.findings_contract import (
+    EARLIER_VERSION,
     FINDINGS_INSTRUCTION,
     STRUCTURED_INSTRUCTION,
     ContractFailure,
@@ -29,6 +30,8 @@ from wrapper.review.findings_contract import (
     parse_review,
     response_format,
 )
+from wrapper.review.findings_earlier import EARLIER_INSTRUCTION
+from wrapper.review.incremental_settle import DERIVED_NOTE
 from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
 from wrapper.review.review_body import NotReviewed, render_round
 from wrapper.review.reviewer import ReviewResult, run_reviewer_text
@@ -46,15 +49,35 @@ def review_with_findings(
 ) -> tuple[ReviewResult, RoundPayload]:
     """The reviewer's verdict and the round to post (see the module doc)."""
     output, parsed = findings_leg(ctx, reviewer, data, worktree)
+    return settled_result(ctx, parsed, output, reviewer.model, data, patch_id)
+
+
+def settled_result(
+    ctx: ReviewContext,
+    parsed: ParsedReview,
+    output: str,
+    model: str,
+    data: PromptInput,
+    patch_id: str,
+) -> tuple[ReviewResult, RoundPayload]:
+    """The round's result and payload; in a round that keeps the findings history (D91),
+    the answer settled against the earlier rounds' first (only new findings posted, the
+    verdict counting the standing ones, a delta round's marked derived)."""
+    if ctx.incremental is not None and parsed.mode == "findings":
+        parsed = ctx.incremental.settle(parsed)
+        if ctx.incremental.derived:
+            output = f"{DERIVED_NOTE}\n\n{output}"
     payload = round_payload(parsed, data.diff, patch_id, data.head_sha, data.excluded)
-    return ReviewResult(verdict=parsed.verdict, body=output, model=reviewer.model), payload
+    return ReviewResult(verdict=parsed.verdict, body=output, model=model), payload
 
 
-def findings_closing(reviewer: CommandReviewer | OpenAIReviewer) -> str:
-    """The prompt's closing under the contract: structured (openai) or block + verdict."""
+def findings_closing(reviewer: CommandReviewer | OpenAIReviewer, version: int = 1) -> str:
+    """The prompt's closing under the contract: structured (openai) or block + verdict;
+    version 2 (an incremental round, D91) asks for the report on earlier findings."""
+    earlier = f"\n\n{EARLIER_INSTRUCTION}" if version == EARLIER_VERSION else ""
     if isinstance(reviewer, OpenAIReviewer):
-        return STRUCTURED_INSTRUCTION
-    return f"{FINDINGS_INSTRUCTION}\n\n{VERDICT_INSTRUCTION}"
+        return f"{STRUCTURED_INSTRUCTION}{earlier}"
+    return f"{FINDINGS_INSTRUCTION}{earlier}\n\n{VERDICT_INSTRUCTION}"
 
 
 def findings_leg(
@@ -68,7 +91,7 @@ def findings_leg(
     (``preamble`` goes before the closing: a chunk's part note, D89). A broken contract
     is ReviewerFailed with the contract's reason."""
     structured = isinstance(reviewer, OpenAIReviewer)
-    closing = f"{preamble}{findings_closing(reviewer)}"
+    closing = f"{preamble}{findings_closing(reviewer, data.contract_version)}"
     output = run_reviewer_text(
         reviewer,
         render_prompt(data, ctx.config.prompt_template, closing),
@@ -77,7 +100,7 @@ def findings_leg(
         extra_env_names=ctx.config.reviewer_env,
         transport=ctx.reviewer_transport,
         sandbox=ctx.sandbox,
-        response_format=response_format() if structured else None,
+        response_format=response_format(data.contract_version) if structured else None,
         meter=ctx.meter,
     )
     parsed = parse_review(output, structured=structured, head_lines=head_line_counter(worktree))
