@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from ghsim.bots import BotSim
 from ghsim.core import REVIEW_STATES, Author, GhsimError
-from ghsim.model import Comment, Review
+from ghsim.model import Comment, Reaction, Review
+
+# The reaction types GitHub takes (the ``content`` enum of reactions/create-for-issue-comment
+# in GitHub's REST description; docs.github.com, "About reactions").
+REACTION_CONTENTS = frozenset(
+    {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
+)
 
 
 class ConversationSim(BotSim):
@@ -56,6 +62,42 @@ class ConversationSim(BotSim):
             pr.updated_at = now
             self._answer_triggers(created)  # scripted review bots (ghsim/bots.py)
             return created
+
+    def react(
+        self, repo: str, comment_id: int, content: str, author: Author = None
+    ) -> tuple[Reaction, bool]:
+        """``author``'s ``content`` reaction to a comment, and whether it is new. GitHub
+        keeps one reaction per user and content: the same one again is the existing one
+        ("Reaction exists", 200), never a second (reactions/create-for-issue-comment)."""
+        with self.lock:
+            if content not in REACTION_CONTENTS:
+                raise GhsimError(f"content is one of {sorted(REACTION_CONTENTS)}")
+            target = self.get_comment(repo, comment_id)
+            user = self._author(author, target.repo.owner)
+            for known in self._reactions:
+                if (known.comment_id, known.user.id, known.content) == (
+                    comment_id,
+                    user.id,
+                    content,
+                ):
+                    return known, False
+            made = Reaction(
+                repo=target.repo,
+                comment_id=comment_id,
+                kind=target.kind,
+                id=next(self._ids["reaction"]),
+                user=user,
+                content=content,
+                created_at=self.now(),
+            )
+            self._reactions.append(made)
+            return made, True
+
+    def reactions(self, repo: str, comment_id: int) -> list[Reaction]:
+        """The reactions to a comment, oldest first."""
+        with self.lock:
+            target = self.get_comment(repo, comment_id)
+            return [r for r in self._reactions if r.comment_id == target.id]
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> Comment:
         """Change a comment's body; its ``updated_at`` moves (the PR's does not)."""

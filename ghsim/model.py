@@ -199,6 +199,20 @@ class Review:
 
 
 @dataclass
+class Reaction:
+    """One reaction of ``user`` to a comment (``kind`` ``issue`` or ``review``, as the
+    comment's)."""
+
+    repo: Repo
+    comment_id: int
+    kind: str
+    id: int
+    user: User
+    content: str
+    created_at: datetime
+
+
+@dataclass
 class CheckRun:
     repo: Repo
     id: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ghsim.model import Comment, Review, iso, node_id
+from ghsim.model import Comment, Reaction, Review, iso, node_id
 from ghsim.payload_templates import ISSUE_COMMENT, REVIEW, REVIEW_COMMENT, fill
 from ghsim.render_shared import SharedRenderer
 
@@ -95,3 +95,14 @@ class ConversationRenderer(SharedRenderer):
         if r.submitted_at is None:
             obj.pop("submitted_at", None)
         return obj
+
+    def reaction(self, r: Reaction) -> dict[str, Any]:
+        """A reaction (``#/components/schemas/reaction``: id, node_id, user, content,
+        created_at; the shape of the description's ``reaction`` example)."""
+        return {
+            "id": r.id,
+            "node_id": node_id("Reaction", r.id),
+            "user": self.user(r.user),
+            "content": r.content,
+            "created_at": iso(r.created_at),
+        }
