@@ -19,7 +19,8 @@ summary, its line comments and the summary to fall back on, raw, in
    ``event: COMMENT``, ``commit_id`` the reviewed head, the summary and the line
    comments; a 422 (GitHub refused an anchor, which rejects the whole review) sends it
    once more with no line comments and the fallback summary, which lists every finding;
-5. records the review's id and each of its comments' ids (self-loop closure).
+5. records the review's id (and its page, which the reply to a summons links to,
+   :mod:`wrapper.review.summons`) and each of its comments' ids (self-loop closure).
 
 The caller crosses the part off after that. A kill anywhere, between GitHub making the
 review and step 5 included, leaves the part owed and ``attempted`` set, so the rerun
@@ -40,6 +41,7 @@ from wrapper.errors import KdevError, LedgerError
 from wrapper.gh_reviews import LineComment, create_review, list_review_comments, list_reviews
 from wrapper.ledger.ledger import Ledger, check_sha
 from wrapper.post import PostingContext
+from wrapper.review.summons import note_round_link
 
 log = logging.getLogger("kdev.review")
 
@@ -147,6 +149,7 @@ def post_round(posting: PostingContext, patch_id: str) -> str:
         review, how = _create(posting, payload.head_sha, body, comments, fallback)
     review_id = int(review["id"])
     ledger.record_posted_comment(repo, pr, review_id, PURPOSE)
+    note_round_link(ledger, repo, pr, patch_id, review.get("html_url"))  # D99: the reply's link
     posted = _read(lambda: list_review_comments(posting.github, repo, pr, review_id))
     for comment in posted:
         if isinstance(comment.get("id"), int) and not isinstance(comment["id"], bool):
