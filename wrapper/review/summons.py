@@ -16,7 +16,7 @@ twice, and never loses either:
    recorded is harmless: GitHub keeps one reaction per user and content and answers the
    same request again with the existing one (200 "Reaction exists").
 3. The round's page (the review's, or the round comment's) is recorded in
-   ``pr-N/round-links.json`` by whoever posted it, before its delivery part is crossed
+   ``pr-N/posted-rounds.json`` by whoever posted it, before its delivery part is crossed
    off (:func:`note_round_link`), so a run killed after the round and before the reply
    finds the page on its rerun.
 4. The reply is recorded ``reply_attempted`` before its POST, and it ends with the hidden
@@ -107,7 +107,7 @@ def _save(ledger: Ledger, repo: str, pr: int, record: SummonsRecord) -> None:
 
 
 def _links_path(ledger: Ledger, repo: str, pr: int) -> Path:
-    return ledger.pr_dir(repo, pr) / "round-links.json"
+    return ledger.pr_dir(repo, pr) / "posted-rounds.json"
 
 
 def _links(ledger: Ledger, repo: str, pr: int) -> dict[str, str]:
