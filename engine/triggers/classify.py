@@ -329,8 +329,7 @@ def _on_pull(raw: Mapping[str, Any], number: int, comment_id: int) -> bool:
     match = _HTML_PAGE_RE.search(page)
     if match is None or int(match.group(2)) != number:
         raise PayloadError(
-            f"issue comment {comment_id}: html_url names neither pull nor issue {number}: "
-            f"{page!r}",
+            f"issue comment {comment_id}: html_url names no page of #{number}: {page!r}",
             MALFORMED_PAYLOAD,
             comment_id,
         )
