@@ -10,6 +10,10 @@ the same user's same content again is ``200`` "Reaction exists" with the existin
 (never a second); an unknown comment is ``404`` (the create operations list no 404, the
 list operations do). The listing takes ``content`` as a filter and pages like every
 listing.
+
+Not settled by a source (UNCONFIRMED): the ``errors`` entry of the 422 (the description
+gives only the ``validation-error`` schema; this one, ``resource: Reaction``,
+``field: content``, ``code: invalid``, is GitHub's usual form for a value outside a list).
 """
 
 from __future__ import annotations

@@ -87,6 +87,19 @@ def test_the_listing_item_says_whether_it_is_on_a_pull_request() -> None:
     assert comment_from_payload(on_pull, "issue").on_pull is True
 
 
+def test_a_real_plain_issue_comment_reads_as_not_on_a_pull_request() -> None:
+    """octokit/webhooks' issue_comment example (tests/fixtures/github/SOURCES.md): the
+    issue has no ``pull_request`` key, and its comment's page says the same."""
+    event = json.loads((FIXTURES / "webhook-issue-comment-created.json").read_text())
+    assert "pull_request" not in event["issue"]
+    item = comment_from_payload(event["comment"], "issue")
+    assert (item.pr_number, item.on_pull) == (event["issue"]["number"], False)
+    mention = {**event["comment"], "body": "@claude review"}
+    allowed = _unknown_set(allowlist=frozenset({event["comment"]["user"]["id"]}))
+    decision = classify_comment(comment_from_payload(mention, "issue"), REPO, allowed)
+    assert decision.reason is Reason.NOT_A_PULL
+
+
 def test_a_mention_on_a_plain_issue_does_not_pass_while_the_open_pr_set_is_unknown() -> None:
     item = comment_from_payload(_issue_comment(), "issue")
     decision = classify_comment(item, REPO, _unknown_set())
