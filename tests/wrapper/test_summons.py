@@ -182,12 +182,21 @@ def test_a_failed_reply_stays_owed_and_the_rerun_posts_it_once(bench: Bench) -> 
     assert bench.sim.requests_to(r"/issues/\d+/comments$", "GET")
 
 
-def test_an_unreadable_summons_record_is_a_loud_ledger_error(bench: Bench) -> None:
+@pytest.mark.parametrize(
+    "changes",
+    [{"page": None}, {"kind": "commit"}, {"reaction_id": True}, {"reply_attempted": "yes"}, {}],
+    ids=["no-page", "bad-kind", "bool-id", "str-flag", "other-comment"],
+)
+def test_an_unreadable_summons_record_is_a_loud_ledger_error(
+    bench: Bench, changes: dict[str, Any]
+) -> None:
     pr = open_pr(bench)
     asked = summon(bench, pr)
     path = summons_path(bench.ledger(), REPO, pr, asked.id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"comment_id": asked.id, "kind": "issue"}))  # no page
+    good = {"comment_id": asked.id, "kind": "issue", "page": "https://x/1"}
+    data = {**good, **changes} if changes else {**good, "comment_id": asked.id + 1}
+    path.write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
     with pytest.raises(LedgerError) as caught:
         run(bench, pr, asked.id, config(bench))
     assert caught.value.reason == "summons_record_unreadable"

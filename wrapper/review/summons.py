@@ -86,8 +86,12 @@ def load_summons(ledger: Ledger, repo: str, pr: int, comment_id: int) -> Summons
         return None
     except (OSError, ValueError, TypeError) as exc:
         raise LedgerError(f"{path}: not a summons record ({exc})", SUMMONS_UNREADABLE) from None
-    if record.comment_id != comment_id or not all(
-        _optional_id(value) for value in (record.reaction_id, record.reply_id)
+    if (
+        record.comment_id != comment_id
+        or record.kind not in ("issue", "diff")
+        or not isinstance(record.page, str)
+        or not isinstance(record.reply_attempted, bool)
+        or not all(_optional_id(value) for value in (record.reaction_id, record.reply_id))
     ):
         raise LedgerError(f"{path}: not a summons record", SUMMONS_UNREADABLE)
     return record
@@ -236,5 +240,6 @@ def _adopted(posting: PostingContext, tag: str) -> int | None:
     for comment in comments:
         body, found = comment.get("body"), comment.get("id")
         if isinstance(body, str) and body.rstrip().endswith(tag) and _optional_id(found):
-            return int(found) if found is not None else None
+            if isinstance(found, int):
+                return found
     return None
