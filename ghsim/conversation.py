@@ -19,6 +19,15 @@ REACTION_CONTENTS = frozenset(
 class ConversationSim(BotSim):
     """Comments and reviews (one of the bases of :class:`ghsim.sim.GitHubSim`)."""
 
+    def open_issue(self, repo: str) -> int:
+        """A plain issue (no pull request) on ``repo``: its number, taken from the
+        numbering pulls share (on GitHub every pull request is an issue)."""
+        with self.lock:
+            target = self.repo(repo)
+            number = next(self._numbers[target.key])
+            self._issues.setdefault(target.key, set()).add(number)
+            return number
+
     def comment(
         self,
         repo: str,
@@ -37,6 +46,8 @@ class ConversationSim(BotSim):
         with self.lock:
             if kind not in ("issue", "review"):
                 raise GhsimError("kind is 'issue' or 'review'")
+            if kind == "issue" and number in self._issues.get(repo.lower(), set()):
+                return self._issue_comment(repo, number, body, author)
             pr = self.pull(repo, number)
             user = self._author(author, pr.repo.owner)
             now = self.now()
@@ -62,6 +73,23 @@ class ConversationSim(BotSim):
             pr.updated_at = now
             self._answer_triggers(created)  # scripted review bots (ghsim/bots.py)
             return created
+
+    def _issue_comment(self, repo: str, number: int, body: str, author: Author) -> Comment:
+        target = self.repo(repo)
+        now = self.now()
+        created = Comment(
+            repo=target,
+            pull_number=number,
+            id=next(self._ids["comment"]),
+            kind="issue",
+            body=body,
+            user=self._author(author, target.owner),
+            created_at=now,
+            updated_at=now,
+            on_issue=True,
+        )
+        self._comments.append(created)
+        return created
 
     def react(
         self, repo: str, comment_id: int, content: str, author: Author = None

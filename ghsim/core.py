@@ -100,6 +100,7 @@ class SimCore:
         self._users: dict[int, User] = {}
         self._repos: dict[str, Repo] = {}
         self._pulls: dict[str, dict[int, Pull]] = {}
+        self._issues: dict[str, set[int]] = {}  # plain issues' numbers, per repository
         self._numbers: dict[str, Iterator[int]] = {}
         self._comments: list[Comment] = []
         self._reviews: list[Review] = []

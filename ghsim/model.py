@@ -162,6 +162,9 @@ class Comment:
     start_side: str | None = None
     position: int | None = None
     diff_hunk: str | None = None
+    # A conversation comment on a plain issue (issue 29): ``pull_number`` is the issue's
+    # number (issues and pulls share one numbering), its page an ``/issues/N`` page.
+    on_issue: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -20,7 +20,10 @@ class ConversationRenderer(SharedRenderer):
             id=c.id,
             node_id=node_id("IssueComment", c.id),
             url=f"{api_repo}/issues/comments/{c.id}",
-            html_url=f"{html_repo}/pull/{c.pull_number}#issuecomment-{c.id}",
+            # A pull request's conversation comment has a /pull/N page, a plain issue's
+            # an /issues/N page (issue 29, docs/decisions.md D98).
+            html_url=f"{html_repo}/{'issues' if c.on_issue else 'pull'}/{c.pull_number}"
+            f"#issuecomment-{c.id}",
             body=c.body,
             user=None if c.user_null else self.user(c.user),
             created_at=iso(c.created_at),

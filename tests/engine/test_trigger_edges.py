@@ -24,6 +24,7 @@ from engine.triggers import (
 HANDLE = "claude"
 REPO = "octocat/Hello-World"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "github"
+WEBHOOKS = FIXTURES.parent / "webhooks"
 VERBS = frozenset({"review", "describe"})
 T0 = datetime(2011, 1, 1, tzinfo=UTC)
 
@@ -88,9 +89,9 @@ def test_the_listing_item_says_whether_it_is_on_a_pull_request() -> None:
 
 
 def test_a_real_plain_issue_comment_reads_as_not_on_a_pull_request() -> None:
-    """octokit/webhooks' issue_comment example (tests/fixtures/github/SOURCES.md): the
+    """octokit/webhooks' issue_comment example (tests/fixtures/webhooks/SOURCES.md): the
     issue has no ``pull_request`` key, and its comment's page says the same."""
-    event = json.loads((FIXTURES / "webhook-issue-comment-created.json").read_text())
+    event = json.loads((WEBHOOKS / "issue-comment-created.json").read_text())
     assert "pull_request" not in event["issue"]
     item = comment_from_payload(event["comment"], "issue")
     assert (item.pr_number, item.on_pull) == (event["issue"]["number"], False)
