@@ -7,11 +7,26 @@ from __future__ import annotations
 
 from ghsim.bots import BotSim
 from ghsim.core import REVIEW_STATES, Author, GhsimError
-from ghsim.model import Comment, Review
+from ghsim.model import Comment, Reaction, Review
+
+# The reaction types GitHub takes (the ``content`` enum of reactions/create-for-issue-comment
+# in GitHub's REST description; docs.github.com, "About reactions").
+REACTION_CONTENTS = frozenset(
+    {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
+)
 
 
 class ConversationSim(BotSim):
     """Comments and reviews (one of the bases of :class:`ghsim.sim.GitHubSim`)."""
+
+    def open_issue(self, repo: str) -> int:
+        """A plain issue (no pull request) on ``repo``: its number, taken from the
+        numbering pulls share (on GitHub every pull request is an issue)."""
+        with self.lock:
+            target = self.repo(repo)
+            number = next(self._numbers[target.key])
+            self._issues.setdefault(target.key, set()).add(number)
+            return number
 
     def comment(
         self,
@@ -31,6 +46,8 @@ class ConversationSim(BotSim):
         with self.lock:
             if kind not in ("issue", "review"):
                 raise GhsimError("kind is 'issue' or 'review'")
+            if kind == "issue" and number in self._issues.get(repo.lower(), set()):
+                return self._issue_comment(repo, number, body, author)
             pr = self.pull(repo, number)
             user = self._author(author, pr.repo.owner)
             now = self.now()
@@ -56,6 +73,59 @@ class ConversationSim(BotSim):
             pr.updated_at = now
             self._answer_triggers(created)  # scripted review bots (ghsim/bots.py)
             return created
+
+    def _issue_comment(self, repo: str, number: int, body: str, author: Author) -> Comment:
+        target = self.repo(repo)
+        now = self.now()
+        created = Comment(
+            repo=target,
+            pull_number=number,
+            id=next(self._ids["comment"]),
+            kind="issue",
+            body=body,
+            user=self._author(author, target.owner),
+            created_at=now,
+            updated_at=now,
+            on_issue=True,
+        )
+        self._comments.append(created)
+        return created
+
+    def react(
+        self, repo: str, comment_id: int, content: str, author: Author = None
+    ) -> tuple[Reaction, bool]:
+        """``author``'s ``content`` reaction to a comment, and whether it is new. GitHub
+        keeps one reaction per user and content: the same one again is the existing one
+        ("Reaction exists", 200), never a second (reactions/create-for-issue-comment)."""
+        with self.lock:
+            if content not in REACTION_CONTENTS:
+                raise GhsimError(f"content is one of {sorted(REACTION_CONTENTS)}")
+            target = self.get_comment(repo, comment_id)
+            user = self._author(author, target.repo.owner)
+            for known in self._reactions:
+                if (known.comment_id, known.user.id, known.content) == (
+                    comment_id,
+                    user.id,
+                    content,
+                ):
+                    return known, False
+            made = Reaction(
+                repo=target.repo,
+                comment_id=comment_id,
+                kind=target.kind,
+                id=next(self._ids["reaction"]),
+                user=user,
+                content=content,
+                created_at=self.now(),
+            )
+            self._reactions.append(made)
+            return made, True
+
+    def reactions(self, repo: str, comment_id: int) -> list[Reaction]:
+        """The reactions to a comment, oldest first."""
+        with self.lock:
+            target = self.get_comment(repo, comment_id)
+            return [r for r in self._reactions if r.comment_id == target.id]
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> Comment:
         """Change a comment's body; its ``updated_at`` moves (the PR's does not)."""

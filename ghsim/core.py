@@ -26,6 +26,7 @@ from ghsim.model import (
     Fault,
     Pull,
     RateBucket,
+    Reaction,
     Repo,
     RequestRecord,
     Review,
@@ -99,11 +100,13 @@ class SimCore:
         self._users: dict[int, User] = {}
         self._repos: dict[str, Repo] = {}
         self._pulls: dict[str, dict[int, Pull]] = {}
+        self._issues: dict[str, set[int]] = {}  # plain issues' numbers, per repository
         self._numbers: dict[str, Iterator[int]] = {}
         self._comments: list[Comment] = []
         self._reviews: list[Review] = []
         self._check_runs: list[CheckRun] = []
         self._statuses: list[CommitStatus] = []
+        self._reactions: list[Reaction] = []
         self._resolved_threads: set[int] = set()  # root review comment ids
         self._minimized: dict[int, str] = {}  # comment id -> classifier
         self._tokens: dict[str, TokenInfo] = {}
@@ -119,6 +122,7 @@ class SimCore:
             "check": itertools.count(5000001),
             "status": itertools.count(6000001),
             "label": itertools.count(7000001),
+            "reaction": itertools.count(8000001),
         }
         self._server: Any = None
         self._thread: threading.Thread | None = None

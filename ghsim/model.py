@@ -170,6 +170,9 @@ class Comment:
     original_start_line: int | None = None
     original_position: int | None = None
     placed_on: str | None = None
+    # A conversation comment on a plain issue (issue 29): ``pull_number`` is the issue's
+    # number (issues and pulls share one numbering), its page an ``/issues/N`` page.
+    on_issue: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -204,6 +207,20 @@ class Review:
             "commit_id": self.commit_id,
             "submitted_at": iso(self.submitted_at),
         }
+
+
+@dataclass
+class Reaction:
+    """One reaction of ``user`` to a comment (``kind`` ``issue`` or ``review``, as the
+    comment's)."""
+
+    repo: Repo
+    comment_id: int
+    kind: str
+    id: int
+    user: User
+    content: str
+    created_at: datetime
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ghsim.model import Comment, Review, iso, node_id
+from ghsim.model import Comment, Reaction, Review, iso, node_id
 from ghsim.payload_templates import ISSUE_COMMENT, REVIEW, REVIEW_COMMENT, fill
 from ghsim.render_shared import SharedRenderer
 
@@ -20,7 +20,10 @@ class ConversationRenderer(SharedRenderer):
             id=c.id,
             node_id=node_id("IssueComment", c.id),
             url=f"{api_repo}/issues/comments/{c.id}",
-            html_url=f"{html_repo}/pull/{c.pull_number}#issuecomment-{c.id}",
+            # A pull request's conversation comment has a /pull/N page, a plain issue's
+            # an /issues/N page (issue 29, docs/decisions.md D98).
+            html_url=f"{html_repo}/{'issues' if c.on_issue else 'pull'}/{c.pull_number}"
+            f"#issuecomment-{c.id}",
             body=c.body,
             user=None if c.user_null else self.user(c.user),
             created_at=iso(c.created_at),
@@ -100,3 +103,14 @@ class ConversationRenderer(SharedRenderer):
         if r.submitted_at is None:
             obj.pop("submitted_at", None)
         return obj
+
+    def reaction(self, r: Reaction) -> dict[str, Any]:
+        """A reaction (``#/components/schemas/reaction``: id, node_id, user, content,
+        created_at; the shape of the description's ``reaction`` example)."""
+        return {
+            "id": r.id,
+            "node_id": node_id("Reaction", r.id),
+            "user": self.user(r.user),
+            "content": r.content,
+            "created_at": iso(r.created_at),
+        }

@@ -12,6 +12,8 @@ a client:
     post_issue_comment   POST /repos/{repo}/issues/{n}/comments (the created comment)
     post_line_comment    POST /repos/{repo}/pulls/{n}/comments: a new review thread on
                          path/line of commit_id (the created comment)
+    create_reaction      POST /repos/{repo}/{issues|pulls}/comments/{id}/reactions (the
+                         reaction; 201 made, 200 when this user already reacted so)
 
 Errors are the engine's: transport errors, statuses and GraphQL errors are translated by
 the client's one table; a missing object or an answer of the wrong shape found here is
@@ -212,6 +214,30 @@ def post_issue_comment(client: GitHubClient, repo: str, number: int, body: str) 
         raise InvalidInput("a comment body is a non-empty string", "invalid_body")
     path = f"repos/{repo}/issues/{number}/comments"
     return client.request("POST", path, body={"body": body}, expect=dict)
+
+
+# The reaction types GitHub takes (the ``content`` enum of reactions/create-for-issue-comment
+# in GitHub's REST description; anything else is a 422).
+REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+
+
+def create_reaction(
+    client: GitHubClient, repo: str, kind: str, comment_id: int, content: str
+) -> dict[str, Any]:
+    """``POST /repos/{repo}/issues/comments/{id}/reactions`` (``kind="issue"``) or
+    ``/pulls/comments/{id}/reactions`` (``kind="diff"``) with ``content``; returns the
+    reaction. GitHub keeps one reaction per user and content: sent again, it answers 200
+    "Reaction exists" with the same reaction, never a second one. Never retried."""
+    validate_repo_name(repo)
+    _check_id(comment_id, "a comment id")
+    if kind not in _COMMENT_PATHS:
+        raise InvalidInput(f"a comment kind is 'issue' or 'diff', got {kind!r}", "invalid_kind")
+    if content not in REACTIONS:
+        raise InvalidInput(
+            f"a reaction is one of {sorted(REACTIONS)}, got {content!r}", "invalid_body"
+        )
+    path = f"repos/{repo}/{_COMMENT_PATHS[kind]}/{comment_id}/reactions"
+    return client.request("POST", path, body={"content": content}, expect=dict)
 
 
 def post_line_comment(

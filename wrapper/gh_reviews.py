@@ -4,6 +4,7 @@
                           line comments, or nothing (GitHub answers 200, not 201)
     list_review_comments  GET /repos/{repo}/pulls/{n}/reviews/{id}/comments, every page
     list_reviews          GET /repos/{repo}/pulls/{n}/reviews, every page
+    list_issue_comments   GET /repos/{repo}/issues/{n}/comments, every page
     create_status         POST /repos/{repo}/statuses/{sha} (201)
     combined_status       GET /repos/{repo}/commits/{ref}/status (CombinedStatus)
 
@@ -178,6 +179,15 @@ def list_reviews(client: GitHubClient, repo: str, number: int) -> list[dict[str,
     _check_number(number, "a pull number")
     what = f"the reviews of pull #{number} of {repo}"
     return _all_objects(client, f"repos/{repo}/pulls/{number}/reviews", what)
+
+
+def list_issue_comments(client: GitHubClient, repo: str, number: int) -> list[dict[str, Any]]:
+    """Every conversation comment of pull (or issue) ``number`` (all pages, oldest first,
+    or an error)."""
+    validate_repo_name(repo)
+    _check_number(number, "an issue number")
+    what = f"the comments of #{number} of {repo}"
+    return _all_objects(client, f"repos/{repo}/issues/{number}/comments", what)
 
 
 def create_status(

@@ -45,17 +45,20 @@ from typing import Any
 from engine.github import GitHubClient, GitHubError
 from wrapper.config import KdevConfig
 from wrapper.errors import ConfigError, KdevError, LedgerError
-from wrapper.gh import post_issue_comment
+from wrapper.gh import create_reaction, post_issue_comment
 from wrapper.leakscan import known_secrets, refuse_leak
 from wrapper.ledger.ledger import Ledger
 from wrapper.neutralise import contains_secret, prepare_comment, refuse_live_pings
 
-_SIGNATURE = re.compile(r"<!-- kdev-agent: [A-Za-z0-9._-]{1,100} -->")
+# A hidden line appended after the preparation: a roster agent's signature, or the mark
+# of the reply to a summons (wrapper.review.summons, D99).
+_SIGNATURE = re.compile(r"<!-- kdev-(?:agent: [A-Za-z0-9._-]{1,100}|summons: [1-9][0-9]{0,19}) -->")
 log = logging.getLogger("kdev.comments")  # the name it logged under as wrapper.comments
 
 MAX_BODY_CHARS = 60000
 TRUNCATION_NOTE = "\n\n_(kdev: the rest of the output was cut to fit one comment)_\n"
 COMMENT_POST_FAILED = "comment_post_failed"
+REACTION_FAILED = "reaction_failed"
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,42 @@ class PostingContext:
         *,
         failure_reason: str = COMMENT_POST_FAILED,
         mention: Collection[str] = (),
+        signature: str = "",
     ) -> dict[str, Any]:
         """:func:`post_gated` on this PR."""
         return post_gated(
             self.ledger, self.config, self.environ, self.repo, self.pr, raw, purpose, send,
-            failure_reason, mention=mention,
+            failure_reason, signature, mention,
         )  # fmt: skip
+
+    def react(self, kind: str, comment_id: int, content: str) -> dict[str, Any]:
+        """A ``content`` reaction to comment ``comment_id`` (``kind`` ``issue`` or ``diff``)
+        on this PR; returns it. The gate's write for a reaction: it has no body, so
+        nothing is neutralised or scanned, but it takes ``mention_handle`` like every
+        post, and ``content`` is one of GitHub's fixed words, never text of ours. GitHub
+        keeps one reaction per user and content, so sending it again (after a kill before
+        its id was recorded) makes no second one. ConfigError ``invalid_config``,
+        KdevError ``reaction_failed``."""
+        if self.config.mention_handle is None:
+            raise ConfigError(
+                "reacting to a comment needs mention_handle in KDEV_CONFIG", "invalid_config"
+            )
+        try:
+            made = create_reaction(self.github, self.repo, kind, comment_id, content)
+        except GitHubError as exc:
+            raise KdevError(
+                f"cannot react to comment {comment_id} on {self.repo} #{self.pr}: "
+                f"{exc.message} [{exc.reason}]",
+                REACTION_FAILED,
+            ) from None
+        reaction_id = made.get("id")
+        if isinstance(reaction_id, bool) or not isinstance(reaction_id, int) or reaction_id < 1:
+            raise KdevError(
+                f"GitHub answered the reaction to comment {comment_id} without an id",
+                REACTION_FAILED,
+            )
+        log.info("reacted %s to comment %s on %s #%s", content, comment_id, self.repo, self.pr)
+        return made
 
     def prepare(self, raw: str, purpose: str) -> str:
         """Steps 1-2 of the gate without the POST, on this PR: ``raw`` prepared, the live

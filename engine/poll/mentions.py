@@ -162,6 +162,7 @@ class MentionsPass(Pass):
             allowlist=frozenset(mentions.allowlist),
             verbs=frozenset(mentions.verbs),
             default_verb=mentions.default_verb,
+            seen_pulls=frozenset(self.by_number),
         )
 
     def counted(self, decision: Decision) -> bool:

@@ -11,7 +11,7 @@ module maps ``(item, state)`` to a :class:`Decision`. Two events:
 Checks run in a fixed order and the first failing one names the reason; freshness is
 always first, so a re-seen item is ``not_fresh`` and never a repeated other reason::
 
-    comment: not_fresh -> pr_not_open -> bot_commenter -> no_mention
+    comment: not_fresh -> pr_not_open | not_a_pull -> bot_commenter -> no_mention
              -> commenter_not_allowlisted -> accepted
     pull:    not_fresh -> pr_not_open -> bot_author -> draft
              -> author_not_allowlisted -> accepted
@@ -46,6 +46,7 @@ class Reason(StrEnum):
     ACCEPTED = "accepted"  # the item fires its event
     NOT_FRESH = "not_fresh"  # strictly older than its watermark: already classified
     PR_NOT_OPEN = "pr_not_open"  # the PR is not in the open-PR set (or not open)
+    NOT_A_PULL = "not_a_pull"  # open-PR set unknown and the comment is on a plain issue
     BOT_AUTHOR = "bot_author"  # the pull request was opened by a bot
     BOT_COMMENTER = "bot_commenter"  # the comment was written by a bot
     DRAFT = "draft"  # the pull request is a draft
@@ -86,6 +87,10 @@ class CommentItem:
     updated_at: datetime
     pr_number: int
     kind: CommentKind
+    # What the payload says: True when the comment is on a pull request (a diff comment
+    # always is; an issue comment when its ``html_url`` is a ``/pull/N`` page), False on
+    # a plain issue (``/issues/N``). The issue-comments feed carries both (D98).
+    on_pull: bool = True
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,11 @@ class TriggerState:
     :func:`engine.triggers.allowlist.parse_allowlist`. There is no account filter: the
     agent's own account may summon it (docs/decisions.md D25). ``verbs`` and
     ``default_verb`` are the schedule's (engine.triggers.mention.find_mention).
+    ``seen_pulls``: the open pulls this pass did read, when ``open_prs`` is unknown
+    because the listing was incomplete (a comment on one of them is on a pull request).
+
+    Both watermarks must be timezone-aware: a naive one is a :class:`ValueError` here,
+    when the state is made, never later at its first comparison (D98).
     """
 
     pr_watermark: datetime | None
@@ -120,6 +130,13 @@ class TriggerState:
     allowlist: frozenset[int]
     verbs: frozenset[str] = frozenset()
     default_verb: str | None = None
+    seen_pulls: frozenset[int] = frozenset()
+
+    def __post_init__(self) -> None:
+        for name in ("pr_watermark", "comments_watermark"):
+            moment = getattr(self, name)
+            if moment is not None:
+                check_aware(moment, name)
 
 
 @dataclass(frozen=True)
@@ -160,6 +177,15 @@ def is_bot(user_type: str, login: str) -> bool:
     return user_type == "Bot" or login.endswith("[bot]")
 
 
+def check_aware(moment: datetime, what: str = "watermark timestamp") -> datetime:
+    """``moment`` when it is timezone-aware; :class:`ValueError` naming ``what`` if not."""
+    if not isinstance(moment, datetime):
+        raise ValueError(f"{what} is a {type(moment).__name__}, not a datetime")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"{what} {moment.isoformat()} has no time zone")
+    return moment
+
+
 def _is_stale(moment: datetime, watermark: datetime | None) -> bool:
     return watermark is not None and moment < watermark
 
@@ -183,6 +209,10 @@ def classify_comment(item: CommentItem, repo: str, state: TriggerState) -> Decis
         return _reject(Reason.NOT_FRESH)
     if state.open_prs is not None and item.pr_number not in state.open_prs:
         return _reject(Reason.PR_NOT_OPEN)
+    # The open-PR set unknown (an incomplete pulls listing): the filter is off, but a
+    # comment whose payload says it is on a plain issue is still no pull request's.
+    if state.open_prs is None and not item.on_pull and item.pr_number not in state.seen_pulls:
+        return _reject(Reason.NOT_A_PULL)
     if is_bot(item.user_type, item.user_login):
         return _reject(Reason.BOT_COMMENTER)
     # No check by account: the agent's own account may summon it by typing the handle
@@ -229,8 +259,7 @@ def advance_watermark(current: datetime | None, seen: Iterable[datetime]) -> dat
     for moment in [current, *seen]:
         if moment is None:
             continue
-        if moment.tzinfo is None or moment.utcoffset() is None:
-            raise ValueError(f"watermark timestamp {moment.isoformat()} has no time zone")
+        check_aware(moment)
         if newest is None or moment > newest:
             newest = moment
     return newest
@@ -241,13 +270,18 @@ _PR_URL_RE = {
     "diff": re.compile(r"/pulls/(\d+)$"),
 }
 _PR_URL_FIELD = {"issue": "issue_url", "diff": "pull_request_url"}
+# The page of an issue comment: ``https://github.com/o/r/pull/N#issuecomment-I`` on a
+# pull request, ``.../issues/N#issuecomment-I`` on a plain issue (D98).
+_HTML_PAGE_RE = re.compile(r"/(pull|issues)/(\d+)(?:#[^/]*)?$")
 
 
 def comment_from_payload(raw: object, kind: CommentKind) -> CommentItem:
     """Parse one item of ``GET /repos/{o}/{r}/issues/comments`` (``kind="issue"``) or
     ``/pulls/comments`` (``kind="diff"``) strictly.
 
-    The PR number comes from ``issue_url`` or ``pull_request_url``. Raises
+    The PR number comes from ``issue_url`` or ``pull_request_url``; whether an issue
+    comment is on a pull request at all from its ``html_url`` (``/pull/N`` or
+    ``/issues/N``; the feed item has no ``pull_request`` key, the issue has). Raises
     :class:`PayloadError`: ``ghost_user`` for ``user: null``, ``malformed_payload`` for
     anything missing or wrongly typed. A null ``body`` reads as empty.
     """
@@ -273,6 +307,7 @@ def comment_from_payload(raw: object, kind: CommentKind) -> CommentItem:
             comment_id,
         )
     body = raw.get("body")
+    number = int(url_match.group(1))
     return CommentItem(
         id=comment_id,
         node_id=_field(raw, "node_id", str, comment_id),
@@ -282,9 +317,23 @@ def comment_from_payload(raw: object, kind: CommentKind) -> CommentItem:
         user_type=_field(user, "type", str, comment_id, "user."),
         created_at=_timestamp(raw, "created_at", comment_id),
         updated_at=_timestamp(raw, "updated_at", comment_id),
-        pr_number=int(url_match.group(1)),
+        pr_number=number,
         kind=kind,
+        on_pull=kind == "diff" or _on_pull(raw, number, comment_id),
     )
+
+
+def _on_pull(raw: Mapping[str, Any], number: int, comment_id: int) -> bool:
+    """Whether an issue comment's ``html_url`` names a pull request page (D98)."""
+    page = _field(raw, "html_url", str, comment_id)
+    match = _HTML_PAGE_RE.search(page)
+    if match is None or int(match.group(2)) != number:
+        raise PayloadError(
+            f"issue comment {comment_id}: html_url names no page of #{number}: {page!r}",
+            MALFORMED_PAYLOAD,
+            comment_id,
+        )
+    return match.group(1) == "pull"
 
 
 def _field(

@@ -19,7 +19,9 @@ character, ``@``, ``.``, ``-`` or ``/`` right before the ``@`` disqualifies it
 
 The *verb* is the word right after the first counted mention, on the same line of the
 same block (spaces, tabs and ``,:;`` may sit between them; emphasis and strikethrough
-are transparent, any other element ends the search): a word among the schedule's
+are transparent, any other element ends the search). It is a whole word: a word
+character, ``-``, ``/`` or ``@`` right after it, or a ``.`` and a word character, make
+it none (``@handle deploy-it`` has no verb ``deploy``). A word among the schedule's
 ``verbs`` is taken as is (case-folded), anything else, or no word at all, gives the
 schedule's ``default_verb`` (None when it has none). The engine knows no verb of its
 own: they are the schedule's data (``mentions.verbs``, ``mentions.default_verb``).
@@ -65,7 +67,9 @@ _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
      "param", "source", "track", "wbr"}
 )  # fmt: skip
-_VERB_RE = re.compile(r"[ \t,:;]*(\w+)")
+# The verb is a whole word: ``deploy-it`` or ``deploy/x`` is no ``deploy`` (D98);
+# like the handle, a ``.`` ends it only when no word character follows.
+_VERB_RE = re.compile(r"[ \t,:;]*(\w+)(?![\w\-/@])(?!\.\w)")
 _WORD_RE = re.compile(r"\w+")
 # What the result of rendering without raw HTML puts where each piece of it was.
 _RAW_HTML_OMITTED = "<!-- raw HTML omitted -->"

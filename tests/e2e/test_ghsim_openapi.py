@@ -81,9 +81,14 @@ def validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
 # e.g. "description is too long (maximum is 140 characters)": zalando/zappr#378,
 # sclorg/testing-farm-as-github-action#187; "This SHA and context has reached the maximum
 # number of statuses.": palantir/policy-bot#470), which is the ``validation-error`` schema.
+# Create a reaction (to an issue comment or a review comment) lists 200, 201 and 422, but
+# a comment that does not exist is GitHub's usual 404 "Not Found" (the list operations of
+# the same path list it, as ``basic-error``).
 UNLISTED_STATUSES = {
     ("GET", "/repos/{owner}/{repo}/branches/{branch}/protection", 403): "basic-error",
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}", 422): "validation-error",
+    ("POST", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", 404): "basic-error",
+    ("POST", "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", 404): "basic-error",
 }
 
 
@@ -247,6 +252,7 @@ def requests_for(s: Scenario) -> list[tuple[str, str, Any, int]]:
         ("PATCH", f"{r}/issues/comments/{s.issue_comment}", {"body": ""}, 422),
         ("PATCH", f"{r}/pulls/comments/{s.review_root}", {"body": "edited nit"}, 200),
         *review_requests(s),
+        *reaction_requests(s),
         ("PUT", f"{r}/pulls/{n}/update-branch", {"expected_head_sha": "0" * 40}, 422),
         ("PUT", f"{r}/pulls/{n}/update-branch", {}, 202),
         ("PUT", f"{r}/pulls/{n}/update-branch", {}, 422),  # no longer behind
@@ -277,6 +283,29 @@ def review_requests(s: Scenario) -> list[tuple[str, str, Any, int]]:
         ("POST", f"{r}/statuses/{s.head}", {"state": "error", "description": "d" * 141}, 422),
         ("GET", f"{r}/commits/{s.head}/statuses", None, 200),
         ("GET", f"{r}/commits/main/statuses", None, 200),  # []
+    ]
+
+
+def reaction_requests(s: Scenario) -> list[tuple[str, str, Any, int]]:
+    """Issue 29's routes: reactions to an issue comment and to a review comment."""
+    r = f"/repos/{REPO}"
+    issue = f"{r}/issues/comments/{s.issue_comment}/reactions"
+    diff = f"{r}/pulls/comments/{s.review_root}/reactions"
+    return [
+        ("POST", issue, {"content": "eyes"}, 201),
+        ("POST", issue, {"content": "eyes"}, 200),  # Reaction exists
+        ("POST", issue, {"content": "smile"}, 422),
+        ("POST", issue, {}, 422),
+        ("POST", f"{r}/issues/comments/{s.review_root}/reactions", {"content": "eyes"}, 404),
+        ("GET", issue, None, 200),
+        ("GET", f"{issue}?content=heart", None, 200),  # []
+        ("GET", f"{r}/issues/comments/999/reactions", None, 404),
+        ("POST", diff, {"content": "rocket"}, 201),
+        ("POST", diff, {"content": "rocket"}, 200),
+        ("POST", diff, {"content": "EYES"}, 422),
+        ("POST", f"{r}/pulls/comments/{s.issue_comment}/reactions", {"content": "eyes"}, 404),
+        ("GET", diff, None, 200),
+        ("GET", f"{r}/pulls/comments/999/reactions", None, 404),
     ]
 
 

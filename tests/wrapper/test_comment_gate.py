@@ -222,7 +222,10 @@ def test_a_body_with_a_secret_is_posted_on_no_path(
     assert bench.ledger().posted_comment_ids(REPO) == frozenset()
 
 
-_WRITES = {"post_issue_comment", "post_line_comment", "post_rest", "create_review", "create_status"}
+_WRITES = {
+    "post_issue_comment", "post_line_comment", "post_rest", "create_review", "create_status",
+    "create_reaction",
+}  # fmt: skip
 # Where a write is defined rather than used: the generic POST of kdev's own GitHub calls
 # (gh_reviews.py: reviews with line comments and statuses, issue 27).
 _DEFINES_WRITES = {"gh.py", "gh_reviews.py"}

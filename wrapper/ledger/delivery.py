@@ -28,6 +28,7 @@ from wrapper.notify import verdict_notification
 from wrapper.post import post_comment
 from wrapper.review.context import notify
 from wrapper.review.exclusions import header_exclusions
+from wrapper.review.summons import answer, note_round_link
 
 if TYPE_CHECKING:
     from wrapper.review.context import ReviewContext, ReviewRequest
@@ -201,7 +202,18 @@ def deliver(ctx: ReviewContext, req: ReviewRequest, record: VerdictRecord) -> st
         raise failed[0]
     if details and not _path(ctx.ledger, repo, pr, record.patch_id).exists():
         _forget_round(ctx, req, record.patch_id)
+    details.extend(filter(None, [_answer(ctx, req, record.patch_id)]))
     return "; ".join(details)
+
+
+def _answer(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> str | None:
+    """The reply to the run's summons that links to the round (issue 29, D99); a failed
+    reply is logged and stays owed (the next run with that comment posts it)."""
+    try:
+        return answer(ctx, req, patch_id)
+    except KdevError as exc:
+        log.warning("summons reply not posted: %s [%s]", exc.message, exc.reason)
+        return f"summons reply not posted [{exc.reason}]"
 
 
 def _post_round(ctx: ReviewContext, req: ReviewRequest, patch_id: str) -> str:
@@ -236,4 +248,5 @@ def post_review_comment(
     except KdevError as exc:
         log.warning("review comment not posted: %s [%s]", exc.message, exc.reason)
         return False, f"comment not posted [{exc.reason}]"
+    note_round_link(ctx.ledger, repo, pr, record.patch_id, posted.html_url)  # D99
     return True, f"comment {posted.id} posted"

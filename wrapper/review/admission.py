@@ -54,10 +54,13 @@ def is_self_comment(ctx: ReviewContext, repo: str, comment_id: int | None) -> bo
 _COMMENT_TARGET = re.compile(r"/repos/([^/]+/[^/]+)/(issues|pulls)/([1-9][0-9]*)$")
 
 
-def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> str | None:
-    """None when comment ``comment_id``, re-read from the API (an issue comment, else a
-    review comment), is on ``repo`` #``pr`` and its author's numeric id is in the
-    wrapper's own ``mention_allowlist``; otherwise why not (one line)."""
+def read_summons(
+    ctx: ReviewContext, repo: str, pr: int, comment_id: int
+) -> tuple[str, dict[str, Any]] | str:
+    """Comment ``comment_id`` re-read from the API (an issue comment, else a review
+    comment) with its kind (``issue`` or ``diff``), when it is on ``repo`` #``pr`` and
+    its author's numeric id is in the wrapper's own ``mention_allowlist``; otherwise
+    why not (one line)."""
     comment: dict[str, Any] | None = None
     kind = "issue"
     for kind in ("issue", "diff"):
@@ -85,7 +88,13 @@ def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> s
         return f"comment {comment_id} has no author id"
     if author_id not in ctx.config.mention_allowlist:
         return f"comment {comment_id}: author id {author_id} is not in mention_allowlist"
-    return None
+    return kind, comment
+
+
+def mention_denial(ctx: ReviewContext, repo: str, pr: int, comment_id: int) -> str | None:
+    """None when comment ``comment_id`` passes :func:`read_summons`; otherwise why not."""
+    found = read_summons(ctx, repo, pr, comment_id)
+    return found if isinstance(found, str) else None
 
 
 def fork_gate(

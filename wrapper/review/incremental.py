@@ -49,7 +49,7 @@ from wrapper.review.findings_contract import EARLIER_VERSION, ParsedReview
 from wrapper.review.incremental_prompt import EarlierFinding, build_incremental_prompt
 from wrapper.review.incremental_settle import Settled, SettleRefused, settle
 from wrapper.review.prompt import PromptInput
-from wrapper.review.round_post import marker
+from wrapper.review.round_marker import marker
 
 log = logging.getLogger("kdev.review")
 

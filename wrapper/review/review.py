@@ -5,7 +5,8 @@ The workflow (docs/decisions.md D5), one named step each, in this order:
 0. self-loop          --comment-id of a comment kdev posted -> skipped_self_comment
 1. fork backstop      PR metadata only; cross-repo or deleted fork -> skipped_fork
                       (a cross-repo PR passes on an allowlisted --comment-id, re-read here);
-                      unreadable metadata -> GitHubFailed (exit 17) and a FAILURE notice
+                      unreadable metadata -> GitHubFailed (exit 17) and a FAILURE notice;
+                      an admitted summons gets its 👀 (wrapper.review.summons, D99)
 2. patch-id           fetch base + refs/pull/N/head, and --head-sha by SHA if missing
                       (cannot be had -> skipped_stale_head, nothing recorded); patch-id
                       (--verbatim) of base...head-sha, trusted exclusions left out (D87);
@@ -47,6 +48,7 @@ from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, n
 from wrapper.review.force import check_force_ready, resolve_head
 from wrapper.review.merge_gate import GateRun, open_gate
 from wrapper.review.steps import moved_on, patch_of_head
+from wrapper.review.summons import acknowledge
 
 if TYPE_CHECKING:
     from wrapper.review.prompt import PromptInput
@@ -213,6 +215,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     if isinstance(admitted, ReviewReport):
         return admitted
     pr = admitted
+    acknowledge(ctx, req)  # the summons' 👀, once (issue 29, D99)
     req = resolve_head(req, pr)
     gate.aim(req.head_sha)
     pr_url = req.pr_url or pr.html_url

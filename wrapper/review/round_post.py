@@ -22,7 +22,8 @@ summary, its line comments and the summary to fall back on, raw, in
    when that is refused too and the posting run decides another head carrying the same
    diff (a rebase left the reviewed head out of the pull), the fallback goes to that
    head, opening with the diff it carries (D90);
-5. records the review's id and each of its comments' ids (self-loop closure), and
+5. records the review's id (and its page, which the reply to a summons links to,
+   :mod:`wrapper.review.summons`) and each of its comments' ids (self-loop closure), and
    returns them matched to the recorded comments (:class:`PostedRound`), so a roster
    round can write its findings record (:mod:`wrapper.review.roster_round`).
 
@@ -51,6 +52,8 @@ from wrapper.ledger.ledger import Ledger, check_sha
 from wrapper.post import PostingContext
 from wrapper.review.findings import signature
 from wrapper.review.review_body import Carried, carried_line
+from wrapper.review.round_marker import marker
+from wrapper.review.summons import note_round_link
 
 log = logging.getLogger("kdev.review")
 
@@ -95,11 +98,6 @@ class PostedRound:
     review_id: int
     detail: str
     comment_ids: tuple[tuple[int, str | None] | None, ...]
-
-
-def marker(patch_id: str) -> str:
-    """The hidden line that names the round a review posts."""
-    return f"<!-- kdev-round: {check_sha(patch_id, 'patch_id')} -->"
 
 
 def round_path(ledger: Ledger, repo: str, pr: int, patch_id: str) -> Path:
@@ -190,6 +188,7 @@ def post_round(posting: PostingContext, patch_id: str, at_head: str | None = Non
         review, how = _create(posting, payload.head_sha, sent, carrier)
     review_id = int(review["id"])
     ledger.record_posted_comment(repo, pr, review_id, PURPOSE)
+    note_round_link(ledger, repo, pr, patch_id, review.get("html_url"))  # D99: the reply's link
     posted = _read(lambda: list_review_comments(posting.github, repo, pr, review_id))
     for comment in posted:
         if isinstance(comment.get("id"), int) and not isinstance(comment["id"], bool):
