@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import shlex
 import sys
+import tracemalloc
 from pathlib import Path
 
+from bench.sizing_chunks import _git, make_diff
 from tests.wrapper.reviewbench import REPO, Bench, open_bench
 from wrapper.config import KdevConfig
 from wrapper.errors import Outcome
+from wrapper.git import Git
+from wrapper.review.exclusion_diff import patch_id_diff, reviewed_diff
 from wrapper.review.exclusions import Decision, format_exclusions
+from wrapper.review.patch_id import compute_patch_id
 from wrapper.review.prompt import EXCLUDED_NOTE, fence
 from wrapper.review.sizing import estimate_tokens
 
@@ -78,3 +83,27 @@ def test_an_exclusion_file_counts_from_the_base_never_the_head(tmp_path: Path) -
         assert "y = 1" not in prompt(bench) and "x = 1" in prompt(bench)
         assert "lib.py (config: exclude: lib.py)" in prompt(bench).split("untrusted-excluded")[1]
         assert "- lib.py (config: exclude: lib.py)" in Path(second.artifact).read_text()
+
+
+def test_exclusions_keep_no_copy_of_a_large_diff(tmp_path: Path) -> None:
+    """Issue 28's bounded memory: deciding and cutting a 5 MB diff parses only the file
+    headers and copies nothing when nothing is excluded (bench/sizing_rss.py measures
+    the whole process)."""
+    make_diff(tmp_path, 5_000_000)
+    _git(tmp_path, "checkout", "-q", "-b", "pr")
+    _git(tmp_path, "commit", "-q", "-m", "pr")
+    git = Git(tmp_path)
+    raw = git.diff("main", "pr")
+    decisions = [Decision("data.txt"), Decision("small.py")]
+    tracemalloc.start()
+    try:
+        kept = reviewed_diff(raw, decisions)
+        hashed = patch_id_diff(raw, decisions)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept is raw and hashed is raw and peak < len(raw) // 20
+    dropped = reviewed_diff(raw, [Decision("data.txt", "config", "exclude: *.txt"), decisions[1]])
+    assert dropped.startswith(b"diff --git a/small.py ") and b"data.txt" not in dropped
+    info = compute_patch_id(git, "main", "pr", KdevConfig(), "o/r")
+    assert info.reviewed_diff is info.diff and info.diff.encode() == raw
