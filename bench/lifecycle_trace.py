@@ -1,6 +1,7 @@
 """Cut the lifecycle bench's trace from a git history (``bench/data/lifecycle_trace.json.gz``).
 
-``python -m bench.lifecycle_trace GIT_DIR --since DATE --until DATE [--out FILE]`` reads
+``python -m bench.lifecycle_trace GIT_DIR --since DATE --until DATE [--source OWNER/NAME]
+[--out FILE]`` reads
 the merged pull requests of ``GIT_DIR`` (a bare mirror of a GitHub repository that
 merges with merge commits) and writes, per PR, one entry per push of its lifecycle with
 the *shape* of the PR's diff at that push, never its text (D94: the code of a fetched
@@ -57,7 +58,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", "--git-dir", str(repo), *args], capture_output=True, text=True, check=True
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
     ).stdout
 
 
@@ -188,7 +189,7 @@ def push_shape(repo: Path, gitk: Git, merge: str, head: str, lines: Lines) -> di
     return shape
 
 
-def cut(repo: Path, since: str, until: str) -> dict[str, Any]:
+def cut(repo: Path, since: str, until: str, source: str = "") -> dict[str, Any]:
     gitk = Git(repo)
     lines = Lines()
     log = git(
@@ -228,6 +229,8 @@ def cut(repo: Path, since: str, until: str) -> dict[str, Any]:
         )
         print(f"#{found.group(1)}: {len(pushes)} pushes", file=sys.stderr)
     return {
+        "source": source,
+        "head": git(repo, "rev-parse", "HEAD").strip(),
         "since": since,
         "until": until,
         "push_gap": PUSH_GAP,
@@ -243,8 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", required=True)
     parser.add_argument("--until", required=True)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--source", default="", help="where GIT_DIR came from (owner/name)")
     args = parser.parse_args(argv)
-    trace = cut(args.git_dir, args.since, args.until)
+    trace = cut(args.git_dir, args.since, args.until, args.source)
     data = json.dumps(trace, separators=(",", ":"), sort_keys=True).encode()
     args.out.write_bytes(gzip.compress(data, 9, mtime=0))
     print(
