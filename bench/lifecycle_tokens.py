@@ -16,9 +16,11 @@ builds the prompt kdev would build and counts it with kdev's documented estimate
   :func:`~wrapper.review.exclusion_diff.exclusion_patch_id` and the prompt of
   :func:`~wrapper.review.exclusion_diff.reviewed_diff` listing the excluded paths; a push
   with nothing reviewed is ``skipped_all_excluded`` (no leg);
-- **(d)** (c) plus incremental rounds, full and delta modes: :func:`_incremental_prompt`,
-  which reports "not available" until kdev has the incremental prompt builder; no number
-  is ever made up for it.
+- **(d)** (c) plus incremental rounds, full and delta modes: the first reviewed round as
+  (c), each later new patch-id through :func:`_incremental_prompt` (kdev's
+  ``build_incremental_prompt``: what changed since the reviewed diff, the earlier
+  findings, and the whole diff or, in delta mode, only the changed files). Where this
+  kdev has no such builder, (d) is reported "not available"; no number is made up.
 
 A prompt over the reviewer's limit is planned into chunks as
 :func:`wrapper.review.chunked_leg.size_round` plans them (one leg per chunk, each counted);
@@ -29,6 +31,7 @@ here, so there are no output tokens to price).
 
 from __future__ import annotations
 
+import importlib
 import statistics
 import tempfile
 import time
@@ -64,16 +67,33 @@ LABELS = {
 
 
 class IncrementalUnavailable(Exception):
-    """kdev has no incremental prompt builder yet: (d) is not measured."""
+    """kdev has no incremental prompt builder here: (d) is not measured."""
 
 
-def _incremental_prompt(data: PromptInput, previous: PromptInput, mode: str) -> str:
-    """The prompt of an incremental round (issue 28) in ``mode`` (``full`` or ``delta``)
-    after the round that reviewed ``previous``. Until kdev builds one, this raises, and
-    the report says (d) is not available."""
-    raise IncrementalUnavailable(
-        f"kdev has no incremental prompt builder yet ({mode} mode of issue 28)"
-    )
+BUILDER = "wrapper.review.incremental_prompt"  # issue 28's builder (D91, D92)
+EARLIER = "wrapper.review.findings_earlier"
+
+
+def _incremental_prompt(
+    data: PromptInput, previous: PromptInput, mode: str
+) -> tuple[PromptInput, str]:
+    """The prompt input and closing of an incremental round in ``mode`` (``full`` or
+    ``delta``) after the round that reviewed ``previous``: kdev's own
+    ``build_incremental_prompt`` (parts 1 and 2 before the closing, with the reviewer's
+    instruction on earlier findings; in delta mode only the changed files' diff), with no
+    earlier findings (no reviewer runs here, so part 2 is empty). Raises
+    :class:`IncrementalUnavailable` when this kdev has no such builder: the report then
+    says (d) is not available, never a number."""
+    try:
+        builder = importlib.import_module(BUILDER)
+        earlier = importlib.import_module(EARLIER)
+    except ImportError:
+        raise IncrementalUnavailable(
+            f"kdev has no incremental prompt builder yet ({BUILDER}, {mode} mode of issue 28)"
+        ) from None
+    built = builder.build_incremental_prompt(previous.diff, data.diff, (), mode)
+    closing = f"{built.section}{earlier.EARLIER_INSTRUCTION}\n\n{VERDICT_INSTRUCTION}"
+    return replace(data, diff=built.diff), closing
 
 
 @dataclass
@@ -101,13 +121,15 @@ class Tally:
         self.unavailable = self.unavailable or other.unavailable
 
 
-def prompt_cost(data: PromptInput, policy: SizePolicy) -> tuple[int, int, str]:
+def prompt_cost(
+    data: PromptInput, policy: SizePolicy, closing: str = VERDICT_INSTRUCTION
+) -> tuple[int, int, str]:
     """(tokens, legs, outcome) of the round kdev runs on ``data``: one prompt, or one per
     chunk as :func:`~wrapper.review.chunked_leg.size_round` plans it; a refused plan or a
     deferral runs no leg (0 legs, and the whole prompt's tokens, which no leg is sent)."""
     limit = policy.limit(MODEL)
-    whole = estimate_tokens(render_prompt(data))
-    bare = render_prompt(replace(data, diff=""))
+    whole = estimate_tokens(render_prompt(data, None, closing))
+    bare = render_prompt(replace(data, diff=""), None, closing)
     overhead = estimate_tokens(bare) + estimate_tokens(_PART_NOTE) + 16
     plan = plan_chunks(data.diff, limit.tokens - overhead)
     if isinstance(plan, ChunkRefusal):
@@ -119,8 +141,8 @@ def prompt_cost(data: PromptInput, policy: SizePolicy) -> tuple[int, int, str]:
     tokens = 0
     for chunk in plan.chunks:
         part = replace(data, diff=chunk.render(data.diff))
-        closing = _note(chunk, len(plan.chunks)) + VERDICT_INSTRUCTION
-        tokens += estimate_tokens(render_prompt(part, None, closing))
+        note = _note(chunk, len(plan.chunks)) + closing
+        tokens += estimate_tokens(render_prompt(part, None, note))
     return tokens, len(plan.chunks), "chunked"
 
 
@@ -150,8 +172,10 @@ class Replay:
     agree: int = 0
 
 
-def _charge(tally: Tally, data: PromptInput, size: SizePolicy) -> bool:
-    tokens, legs, outcome = prompt_cost(data, size)
+def _charge(
+    tally: Tally, data: PromptInput, size: SizePolicy, closing: str = VERDICT_INSTRUCTION
+) -> bool:
+    tokens, legs, outcome = prompt_cost(data, size, closing)
     if not legs:  # refused or deferred: no leg, the whole prompt's size kept apart
         tally.uncounted += tokens
         tokens = 0
@@ -224,16 +248,19 @@ def _policy_c_d(
         return previous
     excluded = tuple(d for d in decisions if not d.reviewed)
     data = _input(life, push, reviewed.decode("utf-8", "replace"), excluded)
-    if _charge(tallies["c"], data, size):
-        seen_c.add(pid_c)
+    if not _charge(tallies["c"], data, size):
+        return previous  # refused or deferred: nothing was reviewed
+    seen_c.add(pid_c)
     for name, mode in (("d-full", "full"), ("d-delta", "delta")):
         if previous is None:
             _charge(tallies[name], data, size)
             continue
         try:
-            tallies[name].tokens += estimate_tokens(_incremental_prompt(data, previous, mode))
+            sent, closing = _incremental_prompt(data, previous, mode)
         except IncrementalUnavailable as exc:
             tallies[name].unavailable = str(exc)
+            continue
+        _charge(tallies[name], sent, size, closing)
     return data
 
 
@@ -292,7 +319,9 @@ def report(meta: dict[str, object], replays: list[Replay], seconds: float) -> li
 
 def _outcomes(total: dict[str, Tally]) -> list[str]:
     lines = ["  rounds by outcome:"]
-    for name in ("a", "b", "c"):
+    for name in POLICIES:
+        if total[name].unavailable:
+            continue
         parts = ", ".join(f"{k} {v}" for k, v in sorted(total[name].outcomes.items()))
         lines.append(f"    {name}: {parts}")
         if total[name].uncounted:
@@ -314,10 +343,15 @@ def _per_lifecycle(replays: list[Replay]) -> list[str]:
         f"{statistics.median(values('a')):,.0f}, (b) {statistics.median(values('b')):,.0f}, "
         f"(c) {statistics.median(values('c')):,.0f}",
         f"  lifecycles of 2+ pushes ({len(multi)}):",
-        f"    {'PR':>6} {'pushes':>6} {'(a)':>9} {'(b)':>9} {'(c)':>9} {'(c)/(a)':>7}",
+        f"    {'PR':>6} {'pushes':>6} {'(a)':>9} {'(b)':>9} {'(c)':>9} {'(d)full':>9} "
+        f"{'(d)delta':>9} {'(c)/(a)':>7} {'delta/(a)':>9}",
     ]
     for item in multi:
-        a, b, c = (item.tallies[n].tokens for n in ("a", "b", "c"))
-        share = f"{c / a:.3f}" if a else "-"
-        lines.append(f"    {item.number:>6} {item.pushes:>6} {a:>9,} {b:>9,} {c:>9,} {share:>7}")
+        a, b, c, full, delta = (item.tallies[n].tokens for n in POLICIES)
+        shown = [f"{x:>9,}" for x in (a, b, c)]
+        for name, value in (("d-full", full), ("d-delta", delta)):
+            shown.append(f"{'n/a':>9}" if item.tallies[name].unavailable else f"{value:>9,}")
+        share = f"{c / a:>7.3f}" if a else f"{'-':>7}"
+        shared = "n/a" if item.tallies["d-delta"].unavailable or not a else f"{delta / a:.3f}"
+        lines.append(f"    {item.number:>6} {item.pushes:>6} {' '.join(shown)} {share} {shared:>9}")
     return lines
