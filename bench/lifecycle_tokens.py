@@ -186,10 +186,22 @@ def _charge(
     return legs > 0
 
 
+def _first(patch_id: str | None, met: set[str]) -> bool | None:
+    """Whether ``patch_id`` is met for the first time (and records it); None for none."""
+    if patch_id is None:
+        return None
+    new = patch_id not in met
+    met.add(patch_id)
+    return new
+
+
 def replay(life: Lifecycle, git: Git, size: SizePolicy) -> Replay:
     tallies = {name: Tally() for name in POLICIES}
     seen_b: set[str] = set()
     seen_c: set[str] = set()
+    # Every patch-id met so far, rebuilt and real, charged or not: the agreement check.
+    rebuilt_b: set[str] = set()
+    rebuilt_c: set[str] = set()
     real_b: set[str] = set()
     real_c: set[str] = set()
     agree = 0
@@ -203,11 +215,10 @@ def replay(life: Lifecycle, git: Git, size: SizePolicy) -> Replay:
             pid is not None and pid not in seen_b,
             pid_c is not None and pid_c not in seen_c,
         )
-        was_b = push.real_patch_id is not None and push.real_patch_id not in real_b
-        was_c = push.real_patch_id_excl is not None and push.real_patch_id_excl not in real_c
-        agree += int(new_b == was_b and new_c == was_c)
-        real_b.update(x for x in (push.real_patch_id,) if x)
-        real_c.update(x for x in (push.real_patch_id_excl,) if x)
+        agree += int(
+            _first(pid, rebuilt_b) == _first(push.real_patch_id, real_b)
+            and _first(pid_c, rebuilt_c) == _first(push.real_patch_id_excl, real_c)
+        )
         if pid is None:
             for tally in tallies.values():
                 tally.note("skipped_empty_diff")
