@@ -21,6 +21,7 @@ from bench import (
     health,
     ledger_window,
     legs,
+    lifecycle_tokens,
     mention_scale,
     poll,
     retention,
@@ -50,6 +51,7 @@ FULL: dict[str, Any] = {
     "engine_window": 15.0,
     "mention_repos": 100,  # every 24 s: the load of 500 every 120 s
     "findings_cases": None,  # every case of bench/data/findings_trace.json
+    "lifecycle_prs": None,  # every PR of bench/data/lifecycle_trace.json.gz
 }
 QUICK: dict[str, Any] = {
     "fires": 50,
@@ -72,6 +74,7 @@ QUICK: dict[str, Any] = {
     "engine_window": 6.0,
     "mention_repos": 50,  # every 12 s
     "findings_cases": 5,
+    "lifecycle_prs": 40,
 }
 BENCHMARKS = (
     "fire_overhead",
@@ -90,6 +93,7 @@ BENCHMARKS = (
     "mentions",
     "bounds",
     "findings",
+    "lifecycle",
 )
 
 
@@ -206,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         if "findings" in chosen:
             measured_findings = findings.measure(sizes["findings_cases"], workdir)
             _emit([*findings.report(measured_findings), ""])
+        if "lifecycle" in chosen:
+            measured_life = lifecycle_tokens.measure(sizes["lifecycle_prs"], workdir)
+            _emit([*lifecycle_tokens.report(*measured_life), ""])
         if "fastpath" in chosen:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
         if "startup" in chosen:

@@ -11,6 +11,9 @@ allocations; the diff string itself is allocated before tracing starts):
 - **legs**: the plan, then each chunk rendered in turn and dropped, as the legs would.
 
 Printed: each peak in MB, its ratio to the diff's size, the chunk count and seconds.
+
+``--rss`` measures whole ``kdev review-pr`` processes instead (peak RSS of a 50 MB diff
+against a 1 MB one in the same run, and how each round ends): :mod:`bench.sizing_rss`.
 """
 
 from __future__ import annotations
@@ -43,21 +46,31 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout.decode("utf-8")
 
 
+def data_text(size: int) -> str:
+    """About ``size`` bytes of code-like new text, a few lines accented."""
+    parts, written, number = [], 0, 0
+    while written < size:
+        accent = " café" if number % 97 == 0 else ""
+        line = f"    value_{number} = compute(item[{number}], flag=True){accent}\n"
+        parts.append(line)
+        written += len(line)
+        number += 1
+    return "".join(parts)
+
+
+def small_edit() -> str:
+    """The small file's edited side (its base is ``x{n} = {n}`` for n < 200)."""
+    return "".join(f"x{n} = {n * 2}\n" for n in range(200))
+
+
 def make_diff(root: Path, size: int) -> str:
     """A real diff adding about ``size`` bytes of text, plus a small edited file."""
     _git(root, "init", "-q", "-b", "main")
     (root / "small.py").write_text("".join(f"x{n} = {n}\n" for n in range(200)))
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "base")
-    with (root / "data.txt").open("w", encoding="utf-8") as out:
-        written, number = 0, 0
-        while written < size:
-            accent = " café" if number % 97 == 0 else ""
-            line = f"    value_{number} = compute(item[{number}], flag=True){accent}\n"
-            out.write(line)
-            written += len(line)
-            number += 1
-    (root / "small.py").write_text("".join(f"x{n} = {n * 2}\n" for n in range(200)))
+    (root / "data.txt").write_text(data_text(size), encoding="utf-8")
+    (root / "small.py").write_text(small_edit())
     _git(root, "add", "-A")
     return _git(root, "diff", "--cached")
 
@@ -103,9 +116,22 @@ def run(sizes: list[int]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000000,5000000,50000000", help="bytes, by commas")
+    parser.add_argument("--sizes", default=None, help="bytes, by commas")
+    parser.add_argument(
+        "--rss",
+        action="store_true",
+        help="peak RSS of whole kdev review-pr runs instead (bench/sizing_rss.py; 1 MB, 50 MB)",
+    )
     args = parser.parse_args()
-    run([int(value) for value in args.sizes.split(",")])
+    default = "1000000,50000000" if args.rss else "1000000,5000000,50000000"
+    sizes = [int(value) for value in (args.sizes or default).split(",")]
+    if args.rss:
+        from bench import sizing_rss
+
+        with tempfile.TemporaryDirectory(prefix="kdev-bench-rss-") as where:
+            print("\n".join(sizing_rss.report(sizing_rss.measure(sizes, Path(where)))))
+        return
+    run(sizes)
 
 
 if __name__ == "__main__":

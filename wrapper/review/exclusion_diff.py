@@ -36,34 +36,47 @@ TRUSTED_RULES = frozenset({RULE_LINGUIST_GENERATED, RULE_LINGUIST_VENDORED, RULE
 MISMATCH = "exclusions_mismatch"
 
 
-def file_blocks(diff: bytes) -> Iterator[tuple[str, bytes]]:
-    """``(path, block)`` for each file of ``git diff`` output, in order: the path as
-    :func:`parse_diff` names it, the block with its header, byte for byte (lines end at
-    ``\\n`` only: a ``\\r`` inside a line never starts a file)."""
+def file_spans(diff: bytes) -> Iterator[tuple[str, int, int]]:
+    """``(path, start, end)`` for each file of ``git diff`` output, in order: the path as
+    :func:`parse_diff` names it from the block's header (lines end at ``\\n`` only: a
+    ``\\r`` inside a line never starts a file), the block as ``diff[start:end]``. Only
+    the header is parsed and nothing is copied: a 50 MB file's lines held as a list, and
+    its block copied, were a review's peak memory (D94)."""
     start = 0
     while start < len(diff):
         end = diff.find(b"\ndiff --git ", start)
         end = len(diff) if end < 0 else end + 1
-        block = diff[start:end]
-        (path,) = parse_diff(block.decode("utf-8", "replace"))
-        yield path, block
+        hunks = diff.find(b"\n@@ ", start, end)
+        header = diff[start : end if hunks < 0 else hunks + 1]
+        (path,) = parse_diff(header.decode("utf-8", "replace"))
+        yield path, start, end
         start = end
+
+
+def file_blocks(diff: bytes) -> Iterator[tuple[str, bytes]]:
+    """``(path, block)`` for each file of ``git diff`` output (:func:`file_spans`), the
+    block with its header, byte for byte."""
+    for path, start, end in file_spans(diff):
+        yield path, diff[start:end]
 
 
 def _kept(diff: bytes, decisions: Iterable[Decision], drop: Callable[[Decision], bool]) -> bytes:
     by_path = {decision.path: decision for decision in decisions}
     seen: set[str] = set()
-    kept: list[bytes] = []
-    for path, block in file_blocks(diff):
+    view = memoryview(diff)
+    kept: list[memoryview] = []
+    for path, start, end in file_spans(diff):
         decision = by_path.get(path)
         if decision is None:
             raise KdevError(f"the diff's file {path!r} has no exclusion decision", MISMATCH)
         seen.add(path)
         if not drop(decision):
-            kept.append(block)
+            kept.append(view[start:end])
     missing = sorted(set(by_path) - seen)
     if missing:
         raise KdevError(f"decided paths not in the diff: {', '.join(missing[:5])}", MISMATCH)
+    if sum(len(part) for part in kept) == len(diff):
+        return diff  # nothing dropped: the diff itself, not a copy
     return b"".join(kept)
 
 

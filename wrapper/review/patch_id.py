@@ -134,11 +134,13 @@ def _with_exclusions(
 
     result = exclusions_for(git, config, repo, base_ref, head_ref)
     reviewed = reviewed_diff(raw, result.decisions) if result.excluded else raw
+    text = raw.decode("utf-8", "replace")
     return PatchInfo(
         patch_id=exclusion_patch_id(raw, result.decisions, git.patch_id),
-        diff=raw.decode("utf-8", "replace"),
+        diff=text,
         head_sha=head_sha,
         base_sha=base_sha,
         exclusions=result,
-        reviewed_diff=reviewed.decode("utf-8", "replace"),
+        # Nothing excluded: the same string, not a second copy of a large diff (D94).
+        reviewed_diff=text if reviewed is raw else reviewed.decode("utf-8", "replace"),
     )
