@@ -41,11 +41,16 @@ from pathlib import Path
 from bench.lifecycle_data import Lifecycle, Push, load
 from wrapper.config_sizing import SizePolicy
 from wrapper.git import Git
-from wrapper.review.chunked_leg import _PART_NOTE, _note
 from wrapper.review.chunking import ChunkRefusal, plan_chunks
 from wrapper.review.exclusion_diff import exclusion_patch_id, reviewed_diff
 from wrapper.review.exclusions import Decision, decide_all
-from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
+from wrapper.review.prompt import (
+    PART_NOTE,
+    VERDICT_INSTRUCTION,
+    PromptInput,
+    part_note,
+    render_prompt,
+)
 from wrapper.review.sizing import estimate_tokens
 
 REPO = "webpack/webpack"
@@ -130,7 +135,7 @@ def prompt_cost(
     limit = policy.limit(MODEL)
     whole = estimate_tokens(render_prompt(data, None, closing))
     bare = render_prompt(replace(data, diff=""), None, closing)
-    overhead = estimate_tokens(bare) + estimate_tokens(_PART_NOTE) + 16
+    overhead = estimate_tokens(bare) + estimate_tokens(PART_NOTE) + 16
     plan = plan_chunks(data.diff, limit.tokens - overhead)
     if isinstance(plan, ChunkRefusal):
         return whole, 0, f"refused {plan.reason}"
@@ -141,7 +146,7 @@ def prompt_cost(
     tokens = 0
     for chunk in plan.chunks:
         part = replace(data, diff=chunk.render(data.diff))
-        note = _note(chunk, len(plan.chunks)) + closing
+        note = part_note(chunk.index, len(plan.chunks), chunk.other_paths) + closing
         tokens += estimate_tokens(render_prompt(part, None, note))
     return tokens, len(plan.chunks), "chunked"
 
