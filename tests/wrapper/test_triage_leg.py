@@ -36,9 +36,9 @@ SCRIPTED = """\
 import re, sys
 prompt = sys.stdin.read()
 for ident, body in re.findall(r"^Comment (\\d+) by .*\\n~+untrusted-comment\\n(.*)$", prompt, re.M):
-    if "crash" in body:
+    if "alpha" in body:
         print(f"TRIAGE: {ident}: fix: it does crash on an empty list")
-    elif "renaming" in body:
+    elif "beta" in body:
         print(f"TRIAGE: {ident}: reject: naming taste, not a defect")
     elif "owner" in body:
         print(f"TRIAGE: {ident}: escalate: an API choice for the owner")
@@ -77,11 +77,12 @@ def test_the_answer_grammar_is_strict() -> None:
 
 
 def test_rules_first_then_the_reviewer_and_hand_decisions_win() -> None:
-    guessed = item(2, priority=Priority.P3, basis=Basis.HEURISTIC)
-    unanswered = item(3, priority=Priority.P2, basis=Basis.HEURISTIC)
-    person = item(4, source=Source.HUMAN, basis=Basis.HEURISTIC)
+    guessed = item(2, priority=Priority.P2, basis=Basis.DEFAULT)
+    unanswered = item(3, priority=Priority.P2, basis=Basis.DEFAULT)
+    person = item(4, source=Source.HUMAN, basis=Basis.DEFAULT)
+    read = item(5, priority=Priority.P3, basis=Basis.CONTENT)  # the content decided: settled
     items = [item(1), guessed, unanswered, person]
-    assert [rule_settles(i) for i in items] == [True, False, False, True]
+    assert [rule_settles(i) for i in [*items, read]] == [True, False, False, True, True]
     reviewer = {2: ("fix", "real"), 1: ("reject", "a marker is the rule's"), 4: ("fix", "x")}
     first = decide(items, {}, {}, "h0", reviewer)
     assert {k: (d.decision, d.by) for k, d in first.items()} == {
@@ -89,11 +90,15 @@ def test_rules_first_then_the_reviewer_and_hand_decisions_win() -> None:
         2: ("fix", "reviewer"),
         4: ("escalate", "rule"),
     }  # 3 is undecided: neither fix nor reject by default
+    # Every record says what decided it (issue 29): the rule's own name, or the leg.
+    assert first[1].priority_source == "marker" and first[2].priority_source == "triage-leg"
     # Without a triage reviewer the rules guess, as before.
     assert decide([unanswered], {}, {}, "h0")[3].decision == "fix"
     # A hand decision wins over the reviewer, and stays on later runs.
     manual = decide(items, first, {2: ("reject", "by hand")}, "h1", {2: ("fix", "again")})
-    assert (manual[2].decision, manual[2].by) == ("reject", "manual")
+    assert (manual[2].decision, manual[2].by, manual[2].priority_source) == (
+        "reject", "manual", "manual"
+    )  # fmt: skip
     later = decide(items, manual, {}, "h2", {2: ("fix", "again"), 3: ("reject", "no")})
     assert later[2] == manual[2] and (later[3].decision, later[3].by) == ("reject", "reviewer")
 
@@ -162,8 +167,8 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
 ) -> None:
     sim, pr = world.sim, world.pr
     marked = sim.comment(REPO, pr, "![high] b is wrong", BOT)
-    crash = sim.comment(REPO, pr, "this will crash on empty input", BOT)
-    rename = sim.comment(REPO, pr, "consider renaming b", BOT)
+    crash = sim.comment(REPO, pr, "b changed on the alpha path", BOT)
+    rename = sim.comment(REPO, pr, "beta: what about b", BOT)
     owner = sim.comment(REPO, pr, "the owner should pick this API", BOT)
     unsure = sim.comment(REPO, pr, "unsure whether b is right", BOT)
     world.configure()
@@ -172,7 +177,7 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
     shown = json.loads(done.stdout)
     by_id = {d["comment_id"]: (d["decision"], d["by"], d["reason"]) for d in shown["decisions"]}
     assert by_id == {
-        marked.id: ("fix", "rule", "P1 finding"),
+        marked.id: ("fix", "rule", "P2 finding"),
         crash.id: ("fix", "reviewer", "it does crash on an empty list"),
         rename.id: ("reject", "reviewer", "naming taste, not a defect"),
         owner.id: ("escalate", "reviewer", "an API choice for the owner"),
@@ -182,6 +187,10 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
     ]
     assert shown["ignored"] == ["TRIAGE: 999999: fix: not asked"]
     assert unsure.id not in read_decisions(world.ledger(), REPO, pr)
+    # Each stored record says what decided it (issue 29).
+    sources = {d["comment_id"]: d["priority_source"] for d in shown["decisions"]}
+    assert sources[marked.id] == "marker:gemini-high"
+    assert sources[crash.id] == sources[rename.id] == "triage-leg"
     assert world.legs() == 1  # one leg for the four undecided comments, counted
     # The escalation reached the owner once.
     assert len((world.root / "notes.jsonl").read_text().splitlines()) == 1
@@ -197,7 +206,7 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
 
 
 def test_an_exhausted_budget_runs_no_leg_and_decides_nothing_by_default(world: World) -> None:
-    guess = world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    guess = world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     world.configure(budgets={"daily_legs_per_repo": 0})
     shown = json.loads(world.kdev("triage").stdout)
     assert shown["decisions"] == []
@@ -209,7 +218,7 @@ def test_an_exhausted_budget_runs_no_leg_and_decides_nothing_by_default(world: W
 
 def test_a_failed_leg_is_loud_and_the_rules_decisions_are_kept(world: World) -> None:
     marked = world.sim.comment(REPO, world.pr, "![high] b is wrong", BOT)
-    world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     world.configure(reviewer={"backend": "command", "argv": ["sh", "-c", "exit 3"]})
     failed = world.kdev("triage")
     assert failed.returncode != 0 and failed.stderr.strip().endswith("[triage_reviewer_failed]")
@@ -218,7 +227,7 @@ def test_a_failed_leg_is_loud_and_the_rules_decisions_are_kept(world: World) -> 
 
 
 def test_without_a_triage_reviewer_the_rules_decide_everything(world: World) -> None:
-    guess = world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    guess = world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     world.configure(triage_reviewer=None)
     shown = json.loads(world.kdev("triage").stdout)
     assert [(d["comment_id"], d["by"]) for d in shown["decisions"]] == [(guess.id, "rule")]
@@ -227,7 +236,7 @@ def test_without_a_triage_reviewer_the_rules_decide_everything(world: World) -> 
 
 def test_a_secret_in_the_legs_answer_stores_none_of_it(world: World) -> None:
     secret = "sk-triage-3c9e1f7a5b"
-    world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     leaky = world.root / "leaky.py"
     leaky.write_text(
         "import os, re, sys\n"

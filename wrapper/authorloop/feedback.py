@@ -25,7 +25,8 @@ CONVERSATION = "(conversation)"
 @dataclass(frozen=True, kw_only=True)
 class Feedback:
     """One piece of feedback. ``kind`` is ``issue``, ``inline`` or ``review``. Its
-    ``--json`` form is its fields in this order (``basis`` shown as ``priority_source``)."""
+    ``--json`` form is its fields in this order (``rule``, or ``basis`` when there is no
+    rule, shown as ``priority_source`` in ``basis``'s place)."""
 
     kind: str
     id: int
@@ -33,8 +34,8 @@ class Feedback:
     user: str
     source: Source
     priority: Priority
-    basis: Basis = Basis.HEURISTIC  # what decided the priority
-    marker: str | None = None  # the deciding marker (or keyword), if any
+    basis: Basis = Basis.DEFAULT  # what kind of rule decided the priority
+    marker: str | None = None  # the deciding marker (or content marker), if any
     path: str | None = None
     line: int | None = None
     state: str | None = None  # review summaries: APPROVED, CHANGES_REQUESTED ...
@@ -48,9 +49,18 @@ class Feedback:
     validation: str | None = None
     created_at: str
     body: str
+    # The rule that decided, shown as ``priority_source`` (``marker:gemini-high``,
+    # ``content:security``, ``default:first-round-ambiguous``; wrapper.authorloop.triage).
+    rule: str = ""
+
+    @property
+    def priority_source(self) -> str:
+        return self.rule or self.basis.value
 
     def to_json(self) -> dict[str, Any]:
-        return as_json(self, rename={"basis": "priority_source"})
+        shown = as_json(self, rename={"basis": "priority_source"}, basis=self.priority_source)
+        del shown["rule"]
+        return shown
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,7 @@ def _comment(kind: str, c: dict[str, Any], **extra: Any) -> Feedback:
         created_at=str(c.get("created_at") or ""),
         basis=decided.basis,
         marker=decided.marker,
+        rule=decided.rule,
         agent=signed_by(body),
         **extra,
     )
@@ -155,6 +166,7 @@ def build_feedback(
                 created_at=str(r.get("submitted_at") or ""),
                 basis=decided.basis,
                 marker=decided.marker,
+                rule=decided.rule,
                 state=state,
             )
         )

@@ -62,6 +62,7 @@ def as_own(item: Feedback, own: OwnFinding) -> Feedback:
         priority=own.priority,
         basis=Basis.MARKER,
         marker=OWN_MARKER,
+        rule="marker:kdev-finding",
         own_finding=True,
         validation=own.validation,
     )

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from wrapper.authorloop.triage_content import read_content
 from wrapper.authorloop.triage_markers import (
+    BOILERPLATE,
     CONTENT,
     KIND_CAP,
     SUMMARY,
-    SUMMARY_WITH_FINDING,
     Marker,
     find_markers,
 )
@@ -119,7 +119,7 @@ def triage(body: str, *, review_state: str | None = None, first_round: bool = Tr
     decisive = [m for m in markers if m.verdict != CONTENT]
     if decisive:
         result = _by_marker(text, decisive)
-    elif (summary := SUMMARY.search(text)) is not None and not SUMMARY_WITH_FINDING.search(text):
+    elif (summary := SUMMARY.search(text)) is not None:
         result = Triage(Priority.P3, Basis.SUMMARY, summary.group(0), "summary")
     else:
         result = _by_content(text, markers, first_round)
@@ -127,6 +127,9 @@ def triage(body: str, *, review_state: str | None = None, first_round: bool = Tr
         return Triage(
             Priority.P2, Basis.REVIEW_STATE, "CHANGES_REQUESTED", "review-state:changes-requested"
         )
+    if review_state == "APPROVED" and result.basis is Basis.DEFAULT:
+        # An approving review whose words decide nothing does not block.
+        return Triage(Priority.P3, Basis.REVIEW_STATE, "APPROVED", "review-state:approved")
     return result
 
 
@@ -143,7 +146,7 @@ def _by_marker(text: str, decisive: list[Marker]) -> Triage:
 def _by_content(text: str, markers: list[Marker], first_round: bool) -> Triage:
     """The content rubric; ambiguous content gets the first-round default."""
     hint = f"{markers[0].name}: {markers[0].matched}" if markers else None
-    verdict = read_content(text)
+    verdict = read_content(BOILERPLATE.sub(" ", text))
     if verdict.priority is not None:
         return Triage(Priority(verdict.priority), Basis.CONTENT, hint, f"content:{verdict.category}")
     if first_round:

@@ -61,12 +61,14 @@ CORRECTNESS = _words(
     r"panics?\b",
     r"(?:raises?|throws?) (?:an? )?(?:unhandled )?(?:`?\w*(?:error|exception)`?)",
     r"(?:type|attribute|key|value|index|runtime|reference|syntax)error",
+    r"syntax errors?",
     r"runtime error",
     r"unhandled (?:exception|error|promise)",
     r"wrong (?:result|value|answer|output|directory|path|file|shape|type)",
     r"incorrect(?:ly)? ",
     r"(?:will|would|can|could|may) (?:always |now |still )?fail",
-    r"fails? (?:at runtime|on the first|before|when|with|to (?:load|launch|parse|run|start))",
+    r"fails? (?:at runtime|on the first|on|before|when|with|to (?:load|launch|parse|run|start))\b",
+    r"not available by default",
     r"race condition",
     r"races? (?:with|between)",
     r"concurrent",
@@ -81,7 +83,8 @@ CORRECTNESS = _words(
     r"overflow",
     r"not (?:json )?serializable",
     r"(?:is|are|was|were) (?:ignored|skipped|dropped|rejected)",
-    r"silently",
+    r"(?:can|could|will|would|may|might) silently \w+",
+    r"silently (?:ignor|fail|drop|swallow|accept|skip|fall|becom|corrupt|leak|disabl)",
     r"mismatch",
     r"does not (?:work|render|load|match)",
     r"doesn't (?:work|render|load|match)",
@@ -136,6 +139,7 @@ OPTIONAL: tuple[tuple[str, re.Pattern[str]], ...] = (
         "style",
         _words(
             r"naming",
+            r"name (?:this|it|the) ",
             r"renam",
             r"readab",
             r"consisten",
@@ -160,7 +164,7 @@ OPTIONAL: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"type safety",
             r"type (?:hint|annotation)",
             r"magic number",
-            r"coupling",
+            r"coupl",
             r"modular",
         ),
     ),
@@ -178,8 +182,12 @@ OPTIONAL: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("performance", _words(r"performan", r"n\+1", r"inefficient", r"more efficient", r"optimi[sz]")),
     ("docs", _words(r"documentation", r"readme", r"guide\b", r"comment says")),
+    ("suggestion", _words(r"consider (?:a|an|adding|using|extracting|splitting|moving)\b")),
     ("verify", _words(r"should be verified", r"should verify", r"reviewer should")),
-    ("praise", _words(r"lgtm", r"looks good", r"nice work", r"well done", r"safe to merge")),
+    (
+        "praise",
+        _words(r"lgtm", r"looks good", r"nice work", r"well done", r"safe to merge", r"thanks"),
+    ),
 )
 
 # The normal case: a blocking finding that says it reaches everyone is P1.
@@ -213,10 +221,12 @@ class ContentVerdict:
 
 def read_content(text: str) -> ContentVerdict:
     """The rubric's reading of ``text`` (module docstring). Pure."""
+    if not text.strip():
+        return ContentVerdict("P3", "empty")
+    if SOFTENED.search(text) is not None:
+        return ContentVerdict("P3", "softened")
     blocking = next((name for name, pattern in BLOCKING if pattern.search(text)), None)
     optional = next((name for name, pattern in OPTIONAL if pattern.search(text)), None)
-    if blocking is not None and SOFTENED.search(text) is not None:
-        return ContentVerdict("P3", "softened")
     if blocking is not None and TEST_SUBJECT.search(text) is not None:
         return ContentVerdict("P3", "tests")
     if blocking is not None:

@@ -87,11 +87,18 @@ RULES: tuple[MarkerRule, ...] = (
     # Cursor Bugbot: "**High Severity**" under a "### <title>" heading (visible, or in an
     # HTML comment in older comments), and the older "### Bug: <title>" heading.
     _rule("bugbot", r"\*\*(?P<level>High|Medium|Low) Severity\*\*", levels=_BUGBOT),
-    _rule("bugbot", r"^###\s*Bug:", P2, unless=("bugbot-level",), tag="bug-heading"),
+    _rule("bugbot", r"^###\s*Bug:", P2, tag="bug-heading"),
     # Codex: ![P1 Badge](https://img.shields.io/badge/P1-orange...).
     _rule("codex", r"!\[(?P<level>P[0-3]) Badge\]", levels=_P_BADGE),
-    # Greptile: <img alt="P1" ...> (attributes in any order).
+    # Greptile: <img alt="P1" ...> (attributes in any order), and its summary's own merge
+    # verdict: "not yet safe to merge", or a confidence score of 3/5 or less.
     _rule("greptile", r"<img\b[^>]*\balt=[\"'](?P<level>P[0-3])[\"']", levels=_P_BADGE),
+    _rule(
+        "greptile",
+        r"\bnot (?:yet )?safe to merge\b|Confidence Score: [0-3]/5",
+        P2,
+        tag="not-safe-to-merge",
+    ),
     # Copilot: inline comments that call themselves a nitpick, and the verdict its
     # reviews open with ("### 🟡 Changes recommended"), which the content decides.
     _rule("copilot", r"^\s*\[nitpick\]", P3, tag="nitpick"),
@@ -129,11 +136,13 @@ SUMMARY = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 
-# A summary that names an open defect of its own is no mere summary: Greptile's score of
-# 3/5 or less, or its "not yet safe to merge" (docs/priorities.md, rubric: "summaries
-# without findings of their own" are P3).
-SUMMARY_WITH_FINDING = re.compile(
-    r"Confidence Score: [0-3]/5|\bnot (?:yet )?safe to merge\b", re.IGNORECASE
+# A vendor's fixed wording, which says nothing about the finding: Qodo calls every
+# suggestion "optional" and its reviewer guide lists "No security concerns identified".
+BOILERPLATE = re.compile(
+    r"Explore these optional code suggestions:?|No security concerns identified|"
+    r"No major issues detected|Here are some key observations to aid the review process:?|"
+    r"PR Reviewer Guide|PR Code Suggestions",
+    re.IGNORECASE,
 )
 
 # A CodeRabbit inline comment whose header names a kind that is not a defect caps the
