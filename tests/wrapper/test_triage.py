@@ -217,9 +217,17 @@ CONTENT_CASES = [
         "P2",
         "security",
     ),
-    ("### Lock kept\n\n**Medium Severity**\n\nA crash follows the second call.", "P2", "correctness"),
+    (
+        "### Lock kept\n\n**Medium Severity**\n\nA crash follows the second call.",
+        "P2",
+        "correctness",
+    ),
     ("_⚠️ Potential issue_\n\n**Wrong result for an empty list.**", "P2", "correctness"),
-    ("**issue (bug_risk):** The file is deleted before the retry, so data loss.", "P2", "data-loss"),
+    (
+        "**issue (bug_risk):** The file is deleted before the retry, so data loss.",
+        "P2",
+        "data-loss",
+    ),
     ("⚠️ The new flag name is a breaking change for every existing cron entry.", "P1", "breaking"),
 ]
 
@@ -258,18 +266,23 @@ def test_a_vendors_fixed_wording_is_not_read_as_content() -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "basis"),
     [
-        "Nit (test only): this assertion gives a false sense of security.",
-        "In this test helper the mock appears to have a bug in its name; nit.",
-        "This gives a false sense of security; consider a stricter assert.",
-        "Consider renaming `x`; the security of this is fine.",
-        "The mock helper raises a TypeError when it is called twice.",
+        ("Nit (test only): this assertion gives a false sense of security.", Basis.CONTENT),
+        ("In this test helper the mock appears to have a bug in its name; nit.", Basis.CONTENT),
+        ("This gives a false sense of security; consider a stricter assert.", Basis.CONTENT),
+        ("Consider renaming `x`; the security of this is fine.", Basis.CONTENT),
+        ("The mock helper raises a TypeError when it is called twice.", Basis.CONTENT),
+        # service notices and empty reviews are summaries
+        ("You have reached your daily quota limit. Please wait up to 24 hours.", Basis.SUMMARY),
+        ("`octo` has reached the 50-review limit for trial accounts.", Basis.SUMMARY),
+        ("⚠️ **Code review skipped** — your overage spend limit has been reached.", Basis.SUMMARY),
+        ("## PR Code Suggestions ✨\n\nNo code suggestions found for the PR.", Basis.SUMMARY),
     ],
 )
-def test_the_content_rubric_does_not_raise_style_or_test_code(body: str) -> None:
+def test_style_test_code_and_service_notices_are_p3(body: str, basis: Basis) -> None:
     decided = triage(body)
-    assert decided.priority == Priority.P3 and decided.basis == Basis.CONTENT
+    assert decided.priority == Priority.P3 and decided.basis == basis
 
 
 def test_an_unknown_bot_is_read_by_content_and_says_so() -> None:

@@ -96,7 +96,9 @@ def test_every_sample_says_which_rule_decided(sample: dict[str, Any]) -> None:
         assert decided.basis == Basis.MARKER
 
 
-@pytest.mark.parametrize("argv", [["-m", "bench", "--only", "triage"], ["-m", "bench.triage_agreement"]])
+@pytest.mark.parametrize(
+    "argv", [["-m", "bench", "--only", "triage"], ["-m", "bench.triage_agreement"]]
+)
 def test_the_bench_commands_print_the_agreement(argv: list[str]) -> None:
     """The commands bench/README.md shows, run as a user runs them."""
     root = Path(__file__).resolve().parents[2]

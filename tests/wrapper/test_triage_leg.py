@@ -280,3 +280,20 @@ def test_no_comment_is_decided_without_exactly_one_clean_line(
             if line.strip().startswith("TRIAGE:") and line.split(":")[1].strip() == str(ident)
         ]
         assert len(clean) == 1 and decision in ("fix", "reject", "escalate") and reason.strip()
+
+
+def test_a_decision_stored_before_issue_29_reads_with_an_empty_priority_source(
+    tmp_path: Path,
+) -> None:
+    """triage.json files written before decisions said what decided them still load."""
+    ledger = Ledger(tmp_path / "reviews")
+    old = {"comment_id": 7, "decision": "fix", "reason": "P2 finding", "by": "rule",
+           "priority": "P2", "source": "gemini", "head_sha": "h0", "path": None, "line": None,
+           "notified": False, "closed": []}  # fmt: skip
+    path = ledger.pr_dir(REPO, 3) / "triage.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"decisions": {"7": old}}))
+    (stored,) = read_decisions(ledger, REPO, 3).values()
+    assert (stored.decision, stored.priority_source) == ("fix", "")
+    fresh = decide([item(7)], {}, {}, "h1")[7]
+    assert fresh.to_json()["priority_source"] == "marker"

@@ -148,7 +148,9 @@ def _by_content(text: str, markers: list[Marker], first_round: bool) -> Triage:
     hint = f"{markers[0].name}: {markers[0].matched}" if markers else None
     verdict = read_content(BOILERPLATE.sub(" ", text))
     if verdict.priority is not None:
-        return Triage(Priority(verdict.priority), Basis.CONTENT, hint, f"content:{verdict.category}")
+        return Triage(
+            Priority(verdict.priority), Basis.CONTENT, hint, f"content:{verdict.category}"
+        )
     if first_round:
         return Triage(Priority.P2, Basis.DEFAULT, hint, "default:first-round-ambiguous")
     return Triage(Priority.P3, Basis.DEFAULT, hint, "default:later-round-ambiguous")

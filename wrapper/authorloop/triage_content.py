@@ -180,7 +180,10 @@ OPTIONAL: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"assertions?",
         ),
     ),
-    ("performance", _words(r"performan", r"n\+1", r"inefficient", r"more efficient", r"optimi[sz]")),
+    (
+        "performance",
+        _words(r"performan", r"n\+1", r"inefficient", r"more efficient", r"optimi[sz]"),
+    ),
     ("docs", _words(r"documentation", r"readme", r"guide\b", r"comment says")),
     ("suggestion", _words(r"consider (?:a|an|adding|using|extracting|splitting|moving)\b")),
     ("verify", _words(r"should be verified", r"should verify", r"reviewer should")),

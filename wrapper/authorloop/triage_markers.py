@@ -72,8 +72,16 @@ RULES: tuple[MarkerRule, ...] = (
         r"_?(?:🔴|🟠|🟡|🔵|⚪)\s*(?P<level>Critical|Major|Minor|Trivial|Info)_?",
         levels=_CODERABBIT,
     ),
-    _rule("coderabbit", r"_⚠️ Potential issue_", CONTENT, unless=("coderabbit-level",), tag="potential-issue"),
-    _rule("coderabbit", r"_?🛠️ Refactor suggestion_?", P3, unless=("coderabbit-level",), tag="refactor"),
+    _rule(
+        "coderabbit",
+        r"_⚠️ Potential issue_",
+        CONTENT,
+        unless=("coderabbit-level",),
+        tag="potential-issue",
+    ),
+    _rule(
+        "coderabbit", r"_?🛠️ Refactor suggestion_?", P3, unless=("coderabbit-level",), tag="refactor"
+    ),
     _rule("coderabbit", r"🧹 Nitpick", P3, unless=("coderabbit-level",), tag="nitpick"),
     # Gemini Code Assist: ![critical](...svg), ![high], ![medium], ![low], and the
     # security variants ![security-high] / security-critical.svg.
@@ -109,7 +117,13 @@ RULES: tuple[MarkerRule, ...] = (
     _rule("claude", r"🔴\s*\**Important\b", P2, tag="important"),
     _rule("claude", r"🟡\s*\**Nit\b", P3, tag="nit"),
     _rule("claude", r"🟣\s*\**Pre-existing\b", P3, tag="pre-existing"),
-    _rule("claude", r"⚠️", CONTENT, unless=("coderabbit-level", "coderabbit-potential-issue"), tag="warning"),
+    _rule(
+        "claude",
+        r"⚠️",
+        CONTENT,
+        unless=("coderabbit-level", "coderabbit-potential-issue"),
+        tag="warning",
+    ),
     # Sourcery: "**issue (bug_risk):**" and "**issue (security):**" are read by content;
     # "**suggestion (...):**", "**nitpick:**", "**praise:**", "**question:**" are P3.
     _rule("sourcery", r"^\s*\*\*issue(?: \((?P<area>[a-z_ ]+)\))?:\*\*", CONTENT, tag="issue"),
@@ -132,7 +146,7 @@ SUMMARY = re.compile(
     r"No code suggestions found for the PR|"
     r"<strong>No major issues detected</strong>|"
     r"\*\*Code review skipped\*\*|review (?:was )?skipped|rate limit of|"
-    r"reached the [\w -]*limit|Review: ✅ LGTM|PR Review Complete ✅",
+    r"reached (?:the|your) [\w -]*(?:limit|quota)|Review: ✅ LGTM|PR Review Complete ✅",
     re.MULTILINE | re.IGNORECASE,
 )
 
