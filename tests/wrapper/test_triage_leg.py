@@ -27,6 +27,7 @@ from wrapper.authorloop.triage import Basis, Priority, Source
 from wrapper.authorloop.triage_leg import parse_answer, triage_prompt
 from wrapper.config import KdevConfig
 from wrapper.ledger.ledger import Ledger
+from wrapper.ledger.records import IndexEntry
 
 KDEV = str(Path(sys.executable).with_name("kdev"))
 
@@ -297,3 +298,27 @@ def test_a_decision_stored_before_issue_29_reads_with_an_empty_priority_source(
     assert (stored.decision, stored.priority_source) == ("fix", "")
     fresh = decide([item(7)], {}, {}, "h1")[7]
     assert fresh.to_json()["priority_source"] == "marker"
+
+
+@pytest.mark.parametrize(
+    ("rounds", "decision", "rule"),
+    [
+        (1, "fix", "default:first-round-ambiguous"),
+        (2, "reject", "default:later-round-ambiguous"),
+    ],
+)
+def test_ambiguous_content_blocks_on_the_first_round_only(
+    world: World, rounds: int, decision: str, rule: str
+) -> None:
+    """Issue 29: "when ambiguous on the first round, P2"; after it, the default is P3."""
+    vague = world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
+    world.configure(triage_reviewer=None)
+    when = datetime(2026, 12, 1, tzinfo=UTC)
+    for n in range(rounds):
+        entry = IndexEntry(f"{n + 10:040x}", "APPROVE", when + timedelta(hours=n))
+        world.ledger().record_index(REPO, world.pr, f"{n:040x}", entry)
+    done = world.kdev("triage")
+    assert done.returncode == 0, done.stderr
+    (stored,) = [d for d in json.loads(done.stdout)["decisions"] if d["comment_id"] == vague.id]
+    assert (stored["decision"], stored["by"], stored["priority_source"]) == (decision, "rule", rule)
+    assert world.legs() == 0

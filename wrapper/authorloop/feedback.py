@@ -9,7 +9,7 @@ their thread's resolution state, read with :func:`wrapper.authorloop.threads.lis
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.github import GitHubClient, GitHubError
@@ -78,6 +78,14 @@ class FeedbackReport:
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self)
+
+
+def after_first_round(item: Feedback) -> Feedback:
+    """``item`` as a round after the first reads it: content that decides nothing no
+    longer blocks (issue 29: "when ambiguous on the first round, P2"). Pure."""
+    if item.basis is not Basis.DEFAULT or item.priority is Priority.P3:
+        return item
+    return replace(item, priority=Priority.P3, rule="default:later-round-ambiguous")
 
 
 def _login(item: dict[str, Any]) -> tuple[str, str | None]:
