@@ -27,6 +27,7 @@ from bench import (
     retention,
     sandbox,
     startup,
+    triage_agreement,
     verdicts,
 )
 
@@ -94,6 +95,7 @@ BENCHMARKS = (
     "bounds",
     "findings",
     "lifecycle",
+    "triage",
 )
 
 
@@ -217,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             _emit([*fastpath.report(fastpath.measure(int(sizes["fastpath_runs"]), workdir)), ""])
         if "startup" in chosen:
             _emit([*startup.report(startup.measure(int(sizes["startup_runs"]), workdir)), ""])
+        if "triage" in chosen:
+            _emit([*triage_agreement.report(triage_agreement.measure()), ""])
     _emit([f"done in {time.perf_counter() - began:.1f} s"])
     return 0
 

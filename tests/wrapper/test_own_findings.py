@@ -35,7 +35,7 @@ def item(ident: int, user: str = "kdev-bot", source: Source = Source.HUMAN) -> F
     # kdev's token is often a person's: its comments read as source "human".
     return Feedback(kind="issue", id=ident, node_id=f"N{ident}", user=user, source=source,
                     priority=Priority.P3, body=SIGNED, created_at="t",
-                    basis=Basis.HEURISTIC, agent="pci")  # fmt: skip
+                    basis=Basis.CONTENT, agent="pci")  # fmt: skip
 
 
 def test_the_records_say_which_comments_are_ours(tmp_path: Path) -> None:

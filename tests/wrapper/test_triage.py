@@ -1,4 +1,5 @@
-"""Priority triage on real-looking bodies from each review bot (pure, no I/O)."""
+"""Priority triage on real-looking bodies from each review bot (pure, no I/O): issue 29's
+table (docs/priorities.md)."""
 
 from __future__ import annotations
 
@@ -81,13 +82,13 @@ HUMAN_NIT = "Could we name this `deadline` instead of `t`?"
     ("body", "expected"),
     [
         (GEMINI_CRITICAL, Priority.P1),
-        (GEMINI_HIGH, Priority.P1),
+        (GEMINI_HIGH, Priority.P2),  # high blocks (P1/P2): P2
         (GEMINI_MEDIUM_SERIOUS, Priority.P2),
-        # the marker wins over the (absent) keywords: Gemini's medium is P2
-        (GEMINI_MEDIUM_STYLE, Priority.P2),
+        # Gemini's medium is decided by content: error handling blocks, readability not
+        (GEMINI_MEDIUM_STYLE, Priority.P3),
         (GEMINI_LOW, Priority.P3),
         (BUGBOT_HIGH, Priority.P1),
-        (BUGBOT_MEDIUM, Priority.P2),
+        (BUGBOT_MEDIUM, Priority.P2),  # "### Bug:" blocks whatever the severity
         (CLAUDE_CRITICAL, Priority.P1),
         (CLAUDE_WARNING_SERIOUS, Priority.P2),
         (CLAUDE_WARNING_STYLE, Priority.P3),
@@ -161,69 +162,137 @@ def test_build_feedback_and_summary_by_priority_and_file() -> None:
     items = build_feedback(issue, inline, reviews, threads)
     assert [(i.kind, i.id, i.priority.value) for i in items] == [
         ("issue", 1, "P1"),
-        ("inline", 2, "P1"),
+        ("inline", 2, "P2"),
         ("inline", 4, "P1"),
         ("review", 6, "P3"),
     ]
     assert items[1].replies == 1 and items[1].resolved is True and items[2].resolved is False
     report = summarise("o/r", 1, items, open_threads=1)
-    assert report.by_priority == {"P1": 3, "P2": 0, "P3": 1}
+    assert report.by_priority == {"P1": 2, "P2": 1, "P3": 1}
     assert report.by_source == {"claude": 1, "gemini": 1, "bugbot": 1, "human": 1}
     assert report.by_file["src/cache.py"] == {"P1": 1, "P2": 0, "P3": 0}
     assert report.by_file["(conversation)"] == {"P1": 1, "P2": 0, "P3": 1}
 
 
-# --- explicit markers of each bot (issue 17) ---------------------------------------------
+# --- the table's markers, and each vendor's mapped into it (issue 29) ---------------------
 
 MARKER_CASES = [
     ("_⚠️ Potential issue_ | _🔴 Critical_\n\n**Renames the working dir.**", "P1"),
     ("_⚠️ Potential issue_ | _🟠 Major_\n\n**Missing await.**", "P2"),
     ("_⚠️ Potential issue_ | _🟡 Minor_\n\n**SQL injection in a test fixture.**", "P3"),
-    ("_⚠️ Potential issue_\n\n**Off by one.**", "P2"),
     ("_🛠️ Refactor suggestion_\n\nThis crashes nothing; extract a helper.", "P3"),
     ("<summary>🧹 Nitpick comments (2)</summary> a race condition, nit", "P3"),
     ("![critical](https://www.gstatic.com/codereviewagent/critical.svg)\n\nx", "P1"),
-    ("![security-high](https://www.gstatic.com/codereviewagent/security-high-priority.svg)", "P1"),
-    ("![medium](https://www.gstatic.com/codereviewagent/medium-priority.svg) style", "P2"),
+    ("![security-high](https://www.gstatic.com/codereviewagent/security-high-priority.svg)", "P2"),
     ("![low](https://www.gstatic.com/codereviewagent/low-priority.svg) data loss", "P3"),
-    ("### Lock never released\n\n**Medium Severity**\n\nThe lock leaks.", "P2"),
     ("### Typo in log\n\n**Low Severity**\n\nA crash message is misspelled.", "P3"),
     ("**<sub><sub>![P1 Badge](https://img.shields.io/badge/P1-orange)</sub></sub> X**", "P1"),
+    ("**<sub><sub>![P2 Badge](https://img.shields.io/badge/P2-yellow)</sub></sub> X**", "P2"),
     ("**<sub><sub>![P3 Badge](https://img.shields.io/badge/P3-blue)</sub></sub> X**", "P3"),
     ('<img alt="P2" src="https://greptile-static-assets.s3.amazonaws.com/badges/p2.svg"> x', "P2"),
+    ("<h3>Greptile Summary</h3>\n\nConfidence Score: 2/5\n\nThe PR is not safe to merge.", "P2"),
     ("[nitpick] The variable name could be clearer; it will fail nothing.", "P3"),
+    ("🔴 **Important**: the lock is taken twice.", "P2"),
+    ("🟡 **Nit**: this crashes nothing, rename it.", "P3"),
+    ("🟣 **Pre-existing**: `parse()` already crashes on empty input.", "P3"),
+    ("**suggestion (testing):** Add a test for the race condition.", "P3"),
 ]
 
 
 @pytest.mark.parametrize(("body", "expected"), MARKER_CASES)
-def test_an_explicit_marker_wins_over_keywords(body: str, expected: str) -> None:
+def test_a_decisive_marker_wins_over_the_content(body: str, expected: str) -> None:
     decided = triage(body)
     assert decided.priority == expected
     assert decided.basis == Basis.MARKER and decided.marker
+    assert decided.rule.startswith("marker:")
+
+
+CONTENT_CASES = [
+    # Gemini's medium, Claude's warning, Bugbot's Medium, a CodeRabbit issue without a
+    # severity and Sourcery's issue are read by content.
+    ("![medium](https://www.gstatic.com/codereviewagent/medium-priority.svg) style", "P3", "style"),
+    (
+        "![medium](https://www.gstatic.com/codereviewagent/medium-priority.svg) This "
+        "interpolates the name into the query: a SQL injection.",
+        "P2",
+        "security",
+    ),
+    (
+        "### Lock kept\n\n**Medium Severity**\n\nA crash follows the second call.",
+        "P2",
+        "correctness",
+    ),
+    ("_⚠️ Potential issue_\n\n**Wrong result for an empty list.**", "P2", "correctness"),
+    (
+        "**issue (bug_risk):** The file is deleted before the retry, so data loss.",
+        "P2",
+        "data-loss",
+    ),
+    ("⚠️ The new flag name is a breaking change for every existing cron entry.", "P1", "breaking"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected", "category"), CONTENT_CASES)
+def test_a_content_marker_leaves_the_decision_to_the_content(
+    body: str, expected: str, category: str
+) -> None:
+    decided = triage(body)
+    assert (decided.priority, decided.basis) == (expected, Basis.CONTENT)
+    assert decided.rule == f"content:{category}" and decided.marker
+
+
+def test_ambiguous_content_is_p2_on_the_first_round_and_p3_after() -> None:
+    body = "_⚠️ Potential issue_\n\n**Off by one.**"
+    first = triage(body)
+    assert (first.priority, first.basis) == (Priority.P2, Basis.DEFAULT)
+    assert first.rule == "default:first-round-ambiguous" and first.blocking
+    later = triage(body, first_round=False)
+    assert (later.priority, later.rule) == (Priority.P3, "default:later-round-ambiguous")
+
+
+def test_a_vendors_fixed_wording_is_not_read_as_content() -> None:
+    """Qodo calls every suggestion "optional" and lists "No security concerns
+    identified": neither softens a finding nor raises one."""
+    suggestion = (
+        "## PR Code Suggestions ✨\n\nExplore these optional code suggestions:\n\n"
+        "**Escape the message to prevent XSS attacks.**"
+    )
+    assert triage(suggestion).rule == "content:security"
+    guide = (
+        "## PR Reviewer Guide 🔍\n\n<tr><td>🔒&nbsp;<strong>No security concerns identified"
+        "</strong></td></tr>\n\nThe partials are tightly coupled; hard to maintain."
+    )
+    assert (triage(guide).priority, triage(guide).rule) == (Priority.P3, "content:style")
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "basis"),
     [
-        "Nit (test only): this assertion gives a false sense of security.",
-        "In this test helper the mock appears to have a bug in its name; nit.",
-        "This gives a false sense of security; consider a stricter assert.",
-        "Consider renaming `x`; the security of this is fine.",
+        ("Nit (test only): this assertion gives a false sense of security.", Basis.CONTENT),
+        ("In this test helper the mock appears to have a bug in its name; nit.", Basis.CONTENT),
+        ("This gives a false sense of security; consider a stricter assert.", Basis.CONTENT),
+        ("Consider renaming `x`; the security of this is fine.", Basis.CONTENT),
+        ("The mock helper raises a TypeError when it is called twice.", Basis.CONTENT),
+        # service notices and empty reviews are summaries
+        ("You have reached your daily quota limit. Please wait up to 24 hours.", Basis.SUMMARY),
+        ("`octo` has reached the 50-review limit for trial accounts.", Basis.SUMMARY),
+        ("⚠️ **Code review skipped** — your overage spend limit has been reached.", Basis.SUMMARY),
+        ("## PR Code Suggestions ✨\n\nNo code suggestions found for the PR.", Basis.SUMMARY),
     ],
 )
-def test_the_keyword_fallback_is_conservative(body: str) -> None:
+def test_style_test_code_and_service_notices_are_p3(body: str, basis: Basis) -> None:
     decided = triage(body)
-    assert decided.priority == Priority.P3 and decided.basis == Basis.HEURISTIC
+    assert decided.priority == Priority.P3 and decided.basis == basis
 
 
-def test_an_unknown_bot_falls_back_to_keywords_and_says_so() -> None:
+def test_an_unknown_bot_is_read_by_content_and_says_so() -> None:
     body = "This deletes the cache before the write, so a crash causes data loss."
     decided = triage(body)
-    assert (decided.priority, decided.basis) == (Priority.P2, Basis.HEURISTIC)
+    assert (decided.priority, decided.basis) == (Priority.P2, Basis.CONTENT)
     [item] = build_feedback([_comment(1, "some-reviewer[bot]", body)], [], [], [])
     shown = item.to_json()
-    assert shown["source"] == "bot" and shown["priority_source"] == "heuristic"
-    assert shown["marker"] == decided.marker
+    assert shown["source"] == "bot" and shown["priority_source"] == "content:data-loss"
+    assert shown["marker"] is None
 
 
 def test_the_json_form_keeps_its_keys_and_their_order() -> None:
@@ -242,13 +311,13 @@ def test_the_json_form_keeps_its_keys_and_their_order() -> None:
     assert report["items"] == [item.to_json()] and report["by_priority"]["P3"] == 1
 
 
-def test_the_json_names_the_deciding_marker() -> None:
+def test_the_json_names_the_deciding_rule_and_marker() -> None:
     body = "_⚠️ Potential issue_ | _🔴 Critical_\n\nThis is a nit, but a data loss."
     [item] = build_feedback([_comment(1, "coderabbitai[bot]", body)], [], [], [])
     shown = item.to_json()
     assert shown["source"] == "coderabbit" and shown["priority"] == "P1"
-    assert shown["priority_source"] == "marker"
-    assert shown["marker"] == "coderabbit-severity: _🔴 Critical_"
+    assert shown["priority_source"] == "marker:coderabbit-critical"
+    assert shown["marker"] == "coderabbit-critical: _🔴 Critical_"
 
 
 @pytest.mark.parametrize(
@@ -259,6 +328,8 @@ def test_the_json_names_the_deciding_marker() -> None:
         ("greptile-apps[bot]", Source.GREPTILE),
         ("Copilot", Source.COPILOT),
         ("copilot-pull-request-reviewer[bot]", Source.COPILOT),
+        ("qodo-merge-pro[bot]", Source.QODO),
+        ("sourcery-ai[bot]", Source.SOURCERY),
     ],
 )
 def test_new_bot_sources(login: str, source: Source) -> None:
@@ -299,11 +370,11 @@ def test_only_the_header_kind_caps_so_a_summary_keeps_its_critical_finding() -> 
     assert triage(issue).priority == Priority.P2
 
 
-def test_the_copilot_verdict_line_is_a_marker() -> None:
-    body = "### 🟡 Changes recommended\n\nModerate hook validation issues remain unresolved."
+def test_the_copilot_verdict_line_leaves_the_decision_to_the_content() -> None:
+    body = "### 🟡 Changes recommended\n\nThe hook fails on macOS, where Bash 3.2 is installed."
     decided = triage(body)
-    assert (decided.priority, decided.basis) == (Priority.P2, Basis.MARKER)
-    assert decided.marker == "copilot-verdict: ### 🟡 Changes recommended"
+    assert (decided.priority, decided.basis) == (Priority.P2, Basis.CONTENT)
+    assert decided.marker == "copilot-changes-recommended: ### 🟡 Changes recommended"
 
 
 def test_the_new_greptile_summary_is_a_summary() -> None:
@@ -322,10 +393,10 @@ def test_the_new_greptile_summary_is_a_summary() -> None:
         "So a launch using a different runtime artifact can pass the approval step.",
     ],
 )
-def test_the_keyword_fallback_reads_concrete_failures_written_by_copilot(body: str) -> None:
+def test_the_content_reads_concrete_failures_written_by_copilot(body: str) -> None:
     decided = triage(body)
-    assert (decided.priority, decided.basis) == (Priority.P2, Basis.HEURISTIC)
-    assert decided.marker
+    assert decided.blocking and decided.basis == Basis.CONTENT
+    assert decided.rule.startswith("content:")
 
 
 @pytest.mark.parametrize(
@@ -336,5 +407,5 @@ def test_the_keyword_fallback_reads_concrete_failures_written_by_copilot(body: s
         "Nit: this could raise a runtime error in theory, but only in tests.",
     ],
 )
-def test_the_new_keywords_stay_conservative(body: str) -> None:
+def test_the_content_rubric_stays_conservative(body: str) -> None:
     assert triage(body).priority == Priority.P3

@@ -27,6 +27,7 @@ from wrapper.authorloop.triage import Basis, Priority, Source
 from wrapper.authorloop.triage_leg import parse_answer, triage_prompt
 from wrapper.config import KdevConfig
 from wrapper.ledger.ledger import Ledger
+from wrapper.ledger.records import IndexEntry
 from wrapper.ledger.usagelog import read_usage
 
 KDEV = str(Path(sys.executable).with_name("kdev"))
@@ -37,9 +38,9 @@ SCRIPTED = """\
 import re, sys
 prompt = sys.stdin.read()
 for ident, body in re.findall(r"^Comment (\\d+) by .*\\n~+untrusted-comment\\n(.*)$", prompt, re.M):
-    if "crash" in body:
+    if "alpha" in body:
         print(f"TRIAGE: {ident}: fix: it does crash on an empty list")
-    elif "renaming" in body:
+    elif "beta" in body:
         print(f"TRIAGE: {ident}: reject: naming taste, not a defect")
     elif "owner" in body:
         print(f"TRIAGE: {ident}: escalate: an API choice for the owner")
@@ -78,11 +79,12 @@ def test_the_answer_grammar_is_strict() -> None:
 
 
 def test_rules_first_then_the_reviewer_and_hand_decisions_win() -> None:
-    guessed = item(2, priority=Priority.P3, basis=Basis.HEURISTIC)
-    unanswered = item(3, priority=Priority.P2, basis=Basis.HEURISTIC)
-    person = item(4, source=Source.HUMAN, basis=Basis.HEURISTIC)
+    guessed = item(2, priority=Priority.P2, basis=Basis.DEFAULT)
+    unanswered = item(3, priority=Priority.P2, basis=Basis.DEFAULT)
+    person = item(4, source=Source.HUMAN, basis=Basis.DEFAULT)
+    read = item(5, priority=Priority.P3, basis=Basis.CONTENT)  # the content decided: settled
     items = [item(1), guessed, unanswered, person]
-    assert [rule_settles(i) for i in items] == [True, False, False, True]
+    assert [rule_settles(i) for i in [*items, read]] == [True, False, False, True, True]
     reviewer = {2: ("fix", "real"), 1: ("reject", "a marker is the rule's"), 4: ("fix", "x")}
     first = decide(items, {}, {}, "h0", reviewer)
     assert {k: (d.decision, d.by) for k, d in first.items()} == {
@@ -90,11 +92,15 @@ def test_rules_first_then_the_reviewer_and_hand_decisions_win() -> None:
         2: ("fix", "reviewer"),
         4: ("escalate", "rule"),
     }  # 3 is undecided: neither fix nor reject by default
+    # Every record says what decided it (issue 29): the rule's own name, or the leg.
+    assert first[1].priority_source == "marker" and first[2].priority_source == "triage-leg"
     # Without a triage reviewer the rules guess, as before.
     assert decide([unanswered], {}, {}, "h0")[3].decision == "fix"
     # A hand decision wins over the reviewer, and stays on later runs.
     manual = decide(items, first, {2: ("reject", "by hand")}, "h1", {2: ("fix", "again")})
-    assert (manual[2].decision, manual[2].by) == ("reject", "manual")
+    assert (manual[2].decision, manual[2].by, manual[2].priority_source) == (
+        "reject", "manual", "manual"
+    )  # fmt: skip
     later = decide(items, manual, {}, "h2", {2: ("fix", "again"), 3: ("reject", "no")})
     assert later[2] == manual[2] and (later[3].decision, later[3].by) == ("reject", "reviewer")
 
@@ -163,8 +169,8 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
 ) -> None:
     sim, pr = world.sim, world.pr
     marked = sim.comment(REPO, pr, "![high] b is wrong", BOT)
-    crash = sim.comment(REPO, pr, "this will crash on empty input", BOT)
-    rename = sim.comment(REPO, pr, "consider renaming b", BOT)
+    crash = sim.comment(REPO, pr, "b changed on the alpha path", BOT)
+    rename = sim.comment(REPO, pr, "beta: what about b", BOT)
     owner = sim.comment(REPO, pr, "the owner should pick this API", BOT)
     unsure = sim.comment(REPO, pr, "unsure whether b is right", BOT)
     world.configure()
@@ -173,7 +179,7 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
     shown = json.loads(done.stdout)
     by_id = {d["comment_id"]: (d["decision"], d["by"], d["reason"]) for d in shown["decisions"]}
     assert by_id == {
-        marked.id: ("fix", "rule", "P1 finding"),
+        marked.id: ("fix", "rule", "P2 finding"),
         crash.id: ("fix", "reviewer", "it does crash on an empty list"),
         rename.id: ("reject", "reviewer", "naming taste, not a defect"),
         owner.id: ("escalate", "reviewer", "an API choice for the owner"),
@@ -183,6 +189,10 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
     ]
     assert shown["ignored"] == ["TRIAGE: 999999: fix: not asked"]
     assert unsure.id not in read_decisions(world.ledger(), REPO, pr)
+    # Each stored record says what decided it (issue 29).
+    sources = {d["comment_id"]: d["priority_source"] for d in shown["decisions"]}
+    assert sources[marked.id] == "marker:gemini-high"
+    assert sources[crash.id] == sources[rename.id] == "triage-leg"
     assert world.legs() == 1  # one leg for the four undecided comments, counted
     # Its usage is recorded as the review legs' are: a prose CLI reports none (D103).
     [usage] = [r for r in read_usage(world.ledger(), REPO) if r.command == "triage"]
@@ -201,7 +211,7 @@ def test_the_triage_reviewer_decides_what_the_rules_leave_and_fails_closed(
 
 
 def test_an_exhausted_budget_runs_no_leg_and_decides_nothing_by_default(world: World) -> None:
-    guess = world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    guess = world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     world.configure(budgets={"daily_legs_per_repo": 0})
     shown = json.loads(world.kdev("triage").stdout)
     assert shown["decisions"] == []
@@ -213,7 +223,7 @@ def test_an_exhausted_budget_runs_no_leg_and_decides_nothing_by_default(world: W
 
 def test_a_failed_leg_is_loud_and_the_rules_decisions_are_kept(world: World) -> None:
     marked = world.sim.comment(REPO, world.pr, "![high] b is wrong", BOT)
-    world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     world.configure(reviewer={"backend": "command", "argv": ["sh", "-c", "exit 3"]})
     failed = world.kdev("triage")
     assert failed.returncode != 0 and failed.stderr.strip().endswith("[triage_reviewer_failed]")
@@ -222,7 +232,7 @@ def test_a_failed_leg_is_loud_and_the_rules_decisions_are_kept(world: World) -> 
 
 
 def test_without_a_triage_reviewer_the_rules_decide_everything(world: World) -> None:
-    guess = world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    guess = world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     world.configure(triage_reviewer=None)
     shown = json.loads(world.kdev("triage").stdout)
     assert [(d["comment_id"], d["by"]) for d in shown["decisions"]] == [(guess.id, "rule")]
@@ -231,7 +241,7 @@ def test_without_a_triage_reviewer_the_rules_decide_everything(world: World) -> 
 
 def test_a_secret_in_the_legs_answer_stores_none_of_it(world: World) -> None:
     secret = "sk-triage-3c9e1f7a5b"
-    world.sim.comment(REPO, world.pr, "this will crash on empty input", BOT)
+    world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
     leaky = world.root / "leaky.py"
     leaky.write_text(
         "import os, re, sys\n"
@@ -275,3 +285,44 @@ def test_no_comment_is_decided_without_exactly_one_clean_line(
             if line.strip().startswith("TRIAGE:") and line.split(":")[1].strip() == str(ident)
         ]
         assert len(clean) == 1 and decision in ("fix", "reject", "escalate") and reason.strip()
+
+
+def test_a_decision_stored_before_issue_29_reads_with_an_empty_priority_source(
+    tmp_path: Path,
+) -> None:
+    """triage.json files written before decisions said what decided them still load."""
+    ledger = Ledger(tmp_path / "reviews")
+    old = {"comment_id": 7, "decision": "fix", "reason": "P2 finding", "by": "rule",
+           "priority": "P2", "source": "gemini", "head_sha": "h0", "path": None, "line": None,
+           "notified": False, "closed": []}  # fmt: skip
+    path = ledger.pr_dir(REPO, 3) / "triage.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"decisions": {"7": old}}))
+    (stored,) = read_decisions(ledger, REPO, 3).values()
+    assert (stored.decision, stored.priority_source) == ("fix", "")
+    fresh = decide([item(7)], {}, {}, "h1")[7]
+    assert fresh.to_json()["priority_source"] == "marker"
+
+
+@pytest.mark.parametrize(
+    ("rounds", "decision", "rule"),
+    [
+        (1, "fix", "default:first-round-ambiguous"),
+        (2, "reject", "default:later-round-ambiguous"),
+    ],
+)
+def test_ambiguous_content_blocks_on_the_first_round_only(
+    world: World, rounds: int, decision: str, rule: str
+) -> None:
+    """Issue 29: "when ambiguous on the first round, P2"; after it, the default is P3."""
+    vague = world.sim.comment(REPO, world.pr, "b changed on the alpha path", BOT)
+    world.configure(triage_reviewer=None)
+    when = datetime(2026, 12, 1, tzinfo=UTC)
+    for n in range(rounds):
+        entry = IndexEntry(f"{n + 10:040x}", "APPROVE", when + timedelta(hours=n))
+        world.ledger().record_index(REPO, world.pr, f"{n:040x}", entry)
+    done = world.kdev("triage")
+    assert done.returncode == 0, done.stderr
+    (stored,) = [d for d in json.loads(done.stdout)["decisions"] if d["comment_id"] == vague.id]
+    assert (stored["decision"], stored["by"], stored["priority_source"]) == (decision, "rule", rule)
+    assert world.legs() == 0

@@ -14,10 +14,13 @@ Rules decide first (:func:`rule_decision`, pure), in this order:
 3. ``P1`` or ``P2`` -> ``fix``;
 4. ``P3`` -> ``reject`` ("P3: optional, outside this loop").
 
-Without a marker, rule 3 and 4 only guess from keywords (``heuristic``). With a triage
-reviewer configured (:mod:`wrapper.authorloop.triage_leg`) such a bot comment is left to
-that leg (:func:`rule_settles` is False) and decided ``by`` ``reviewer`` from its answer;
-a comment the leg does not answer cleanly stays undecided (no decision stored).
+Where neither a marker nor the content decides (``default``: the first-round default of
+issue 29's table), rules 3 and 4 only apply a default. With a triage reviewer configured
+(:mod:`wrapper.authorloop.triage_leg`) such a bot comment is left to that leg
+(:func:`rule_settles` is False) and decided ``by`` ``reviewer`` from its answer; a
+comment the leg does not answer cleanly stays undecided (no decision stored). Each
+decision records what decided it in ``priority_source``: the triage rule
+(``marker:gemini-high``, ``content:security`` ...), ``triage-leg`` or ``manual``.
 
 A person or an agent overrides any decision with ``--decide ID=fix``,
 ``ID=reject:REASON`` or ``ID=escalate``; a manual decision is never replaced by a rule.
@@ -59,6 +62,8 @@ class Decision:
     line: int | None = None
     notified: bool = False  # an escalation's notice went out
     closed: tuple[str, ...] = ()  # close-out steps done: replied, resolved, hidden
+    # what decided: the triage rule, "triage-leg" or "manual" ("" in older files)
+    priority_source: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self)
@@ -90,8 +95,9 @@ def _own_rule(item: Feedback) -> tuple[str, str]:
 
 def rule_settles(item: Feedback) -> bool:
     """Whether the rules decide ``item`` firmly; False: a bot's comment whose priority
-    is only the keyword fallback's guess, left to a triage reviewer when there is one."""
-    return item.own_finding or item.source is Source.HUMAN or item.basis is not Basis.HEURISTIC
+    is only the first-round default (neither a marker nor its content decides), left to
+    a triage reviewer when there is one."""
+    return item.own_finding or item.source is Source.HUMAN or item.basis is not Basis.DEFAULT
 
 
 def parse_manual(texts: Iterable[str]) -> dict[int, tuple[str, str]]:
@@ -150,6 +156,7 @@ def _decision(
 ) -> Decision:
     notified = before is not None and before.notified and choice == "escalate"
     closed = before.closed if before is not None else ()
+    decided_by = {"manual": "manual", "reviewer": "triage-leg"}.get(by, item.priority_source)
     return Decision(
         item.id,
         choice,
@@ -162,6 +169,7 @@ def _decision(
         item.line,
         notified,
         closed,
+        decided_by,
     )
 
 

@@ -9,7 +9,7 @@ their thread's resolution state, read with :func:`wrapper.authorloop.threads.lis
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.github import GitHubClient, GitHubError
@@ -25,7 +25,8 @@ CONVERSATION = "(conversation)"
 @dataclass(frozen=True, kw_only=True)
 class Feedback:
     """One piece of feedback. ``kind`` is ``issue``, ``inline`` or ``review``. Its
-    ``--json`` form is its fields in this order (``basis`` shown as ``priority_source``)."""
+    ``--json`` form is its fields in this order (``rule``, or ``basis`` when there is no
+    rule, shown as ``priority_source`` in ``basis``'s place)."""
 
     kind: str
     id: int
@@ -33,8 +34,8 @@ class Feedback:
     user: str
     source: Source
     priority: Priority
-    basis: Basis = Basis.HEURISTIC  # what decided the priority
-    marker: str | None = None  # the deciding marker (or keyword), if any
+    basis: Basis = Basis.DEFAULT  # what kind of rule decided the priority
+    marker: str | None = None  # the deciding marker (or content marker), if any
     path: str | None = None
     line: int | None = None
     state: str | None = None  # review summaries: APPROVED, CHANGES_REQUESTED ...
@@ -48,9 +49,18 @@ class Feedback:
     validation: str | None = None
     created_at: str
     body: str
+    # The rule that decided, shown as ``priority_source`` (``marker:gemini-high``,
+    # ``content:security``, ``default:first-round-ambiguous``; wrapper.authorloop.triage).
+    rule: str = ""
+
+    @property
+    def priority_source(self) -> str:
+        return self.rule or self.basis.value
 
     def to_json(self) -> dict[str, Any]:
-        return as_json(self, rename={"basis": "priority_source"})
+        shown = as_json(self, rename={"basis": "priority_source"}, basis=self.priority_source)
+        del shown["rule"]
+        return shown
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,14 @@ class FeedbackReport:
 
     def to_json(self) -> dict[str, Any]:
         return as_json(self)
+
+
+def after_first_round(item: Feedback) -> Feedback:
+    """``item`` as a round after the first reads it: content that decides nothing no
+    longer blocks (issue 29: "when ambiguous on the first round, P2"). Pure."""
+    if item.basis is not Basis.DEFAULT or item.priority is Priority.P3:
+        return item
+    return replace(item, priority=Priority.P3, rule="default:later-round-ambiguous")
 
 
 def _login(item: dict[str, Any]) -> tuple[str, str | None]:
@@ -103,6 +121,7 @@ def _comment(kind: str, c: dict[str, Any], **extra: Any) -> Feedback:
         created_at=str(c.get("created_at") or ""),
         basis=decided.basis,
         marker=decided.marker,
+        rule=decided.rule,
         agent=signed_by(body),
         **extra,
     )
@@ -155,6 +174,7 @@ def build_feedback(
                 created_at=str(r.get("submitted_at") or ""),
                 basis=decided.basis,
                 marker=decided.marker,
+                rule=decided.rule,
                 state=state,
             )
         )

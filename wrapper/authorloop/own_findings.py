@@ -56,12 +56,13 @@ def own_findings(ledger: Ledger, repo: str, pr: int) -> dict[int, OwnFinding]:
 
 def as_own(item: Feedback, own: OwnFinding) -> Feedback:
     """``item`` read as kdev's own finding: the priority its reviewer gave it (an explicit
-    marker), not what the keyword classifier makes of the posted text."""
+    marker), not what the classifier makes of the posted text."""
     return replace(
         item,
         priority=own.priority,
         basis=Basis.MARKER,
         marker=OWN_MARKER,
+        rule="marker:kdev-finding",
         own_finding=True,
         validation=own.validation,
     )

@@ -1,25 +1,40 @@
-"""Priority triage of PR feedback: pure functions from (author, body) to source and priority.
+"""Priority triage of PR feedback: pure functions from (author, body) to priority and rule.
 
-The rubric and the marker table are in docs/priorities.md. In short:
+Issue 29's table (docs/priorities.md, "The table"), in this order:
 
-* An explicit severity marker always wins (:mod:`wrapper.authorloop.triage_markers`: CodeRabbit,
-  Gemini Code Assist, Cursor Bugbot, Codex, Greptile, Copilot and Claude formats); the
-  most severe marker of a body decides.
-* A review summary that carries no finding of its own (a walkthrough, an overview) is
-  ``P3``.
-* Without a marker the keyword fallback applies, and it is conservative: ``P2`` only when
-  the text names a concrete serious failure (:data:`SERIOUS`) and does not call itself a
-  nit or optional; never ``P1``; otherwise ``P3``. Its result says ``heuristic``.
+* A **decisive marker** (:mod:`wrapper.authorloop.triage_markers`) decides: Gemini
+  ``![critical]``/``![high]``, Cursor ``**High Severity**``/``### Bug:``, Claude ``🚨``,
+  ``### Critical Issues``, ``**Critical**`` and the other vendors' top levels block
+  (``P1``/``P2``); their bottom levels (``![low]``, ``[nitpick]`` ...) are ``P3``. The most
+  severe decisive marker of a body wins.
+* A review summary, walkthrough or service notice without a finding of its own is ``P3``.
+* Otherwise the **content** decides (:mod:`wrapper.authorloop.triage_content`): a
+  correctness, security, breaking-change, data-loss or error-handling problem blocks,
+  anything else is ``P3``; a content marker (Gemini ``![medium]``, Claude ``⚠️``, Codex
+  and Greptile P2, Bugbot Medium) only says the content is to be read.
+* Content that names neither is **ambiguous**: ``P2`` on the first round (``first_round``),
+  ``P3`` after it. Such a comment is what the optional triage reviewer leg decides.
 * A review summary that requests changes is at least ``P2``.
+
+Every result says which rule decided in ``rule`` (shown as ``priority_source``):
+``marker:gemini-high``, ``content:security``, ``summary``,
+``default:first-round-ambiguous``, ``review-state:changes-requested``.
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 
-from wrapper.authorloop.triage_markers import KIND_CAP, SUMMARY, find_markers
+from wrapper.authorloop.triage_content import read_content
+from wrapper.authorloop.triage_markers import (
+    BOILERPLATE,
+    CONTENT,
+    KIND_CAP,
+    SUMMARY,
+    Marker,
+    find_markers,
+)
 
 
 class Priority(enum.StrEnum):
@@ -36,6 +51,8 @@ class Source(enum.StrEnum):
     CODEX = "codex"  # chatgpt-codex-connector[bot]
     GREPTILE = "greptile"  # greptile-apps[bot]
     COPILOT = "copilot"  # Copilot, copilot-pull-request-reviewer[bot]
+    QODO = "qodo"  # qodo-merge-pro[bot], qodo-merge[bot], codium-pr-agent[bot]
+    SOURCERY = "sourcery"  # sourcery-ai[bot]
     BOT = "bot"  # any other bot account
     HUMAN = "human"  # everyone else
 
@@ -43,48 +60,30 @@ class Source(enum.StrEnum):
 class Basis(enum.StrEnum):
     """What decided a priority."""
 
-    MARKER = "marker"  # an explicit severity marker
+    MARKER = "marker"  # a decisive severity marker
     SUMMARY = "summary"  # a review summary without findings of its own
-    HEURISTIC = "heuristic"  # the keyword fallback (no marker)
+    CONTENT = "content"  # the content rubric
+    DEFAULT = "default"  # ambiguous content: the first-round default
     REVIEW_STATE = "review_state"  # a review that requests changes
 
 
 @dataclass(frozen=True)
 class Triage:
-    """A priority and what decided it: ``basis`` and ``marker`` (the marker's name and the
-    text it matched, the keyword found, or None)."""
+    """A priority and what decided it: ``basis``, ``marker`` (the deciding or content
+    marker's name and the text it matched, or None) and ``rule`` (the
+    ``priority_source``: ``marker:gemini-high``, ``content:security`` ...)."""
 
     priority: Priority
     basis: Basis
     marker: str | None = None
+    rule: str = ""
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the finding blocks the loop's exit (P1 or P2)."""
+        return self.priority is not Priority.P3
 
 
-# Concrete serious failures; bare words such as "bug" or "security" are not enough
-# ("false sense of security", "appears to have a bug" in a nit).
-SERIOUS = re.compile(
-    r"\b(?:security (?:vulnerabilit\w+|hole|issue|flaw)|vulnerab\w+|"
-    r"(?:sql|command|shell|code|header) injection|path traversal|remote code execution|"
-    r"xss|csrf|ssrf|(?:leaks?|exposes?|logs?) (?:the |a |an )?(?:secret|token|credential|"
-    r"password|api key)\w*|auth(?:entication|orization)? bypass|"
-    r"breaking change|breaks? (?:the )?(?:api|build|compatibility|callers?)|"
-    r"data loss|los(?:e|es|t) (?:the |all |user )?data|corrupt\w*|"
-    r"race condition|deadlock\w*|crash(?:es|ed)?|null pointer|segfault|"
-    r"infinite loop|memory leak|off-by-one|wrong (?:result|value|answer|output)|"
-    r"incorrect (?:result|value|output|behaviou?r)|(?:will|would) (?:always )?fail|"
-    r"(?:raises?|throws?) an? (?:unhandled )?(?:exception|error)|unhandled (?:exception|error)|"
-    r"silently (?:ignor|fail|drop|swallow)\w*|(?:can|could|will|would|may|might) silently \w+|"
-    r"runtime error|syntax errors?|bypass(?:es|ed|ing)?|"
-    r"(?:can|could|will|would) (?:still )?(?:pass|skip) (?:the |this |its )?(?:\w+ )?"
-    r"(?:approval|verification|validation|integrity|signature|security|auth\w*) "
-    r"(?:step|check|gate))\b",
-    re.IGNORECASE,
-)
-# A text that calls itself minor is not raised by keywords.
-SOFTENED = re.compile(
-    r"\b(?:nit(?:pick)?s?|optional(?:ly)?|nice to have|non-blocking|minor|style|typo|"
-    r"false sense of security)\b",
-    re.IGNORECASE,
-)
 _ORDER = {Priority.P1: 0, Priority.P2: 1, Priority.P3: 2}
 
 
@@ -97,6 +96,9 @@ def detect_source(login: str | None, user_type: str | None = None) -> Source:
         ("chatgpt-codex-connector", Source.CODEX),
         ("greptile", Source.GREPTILE),
         ("copilot", Source.COPILOT),
+        ("qodo", Source.QODO),
+        ("codium-pr-agent", Source.QODO),
+        ("sourcery", Source.SOURCERY),
     )
     for prefix, source in prefixes:
         if name.startswith(prefix):
@@ -110,32 +112,48 @@ def detect_source(login: str | None, user_type: str | None = None) -> Source:
     return Source.HUMAN
 
 
-def is_serious(body: str) -> bool:
-    """True when ``body`` names a concrete serious failure and does not call itself minor."""
-    return SERIOUS.search(body) is not None and SOFTENED.search(body) is None
-
-
-def triage(body: str, *, review_state: str | None = None) -> Triage:
-    """The priority of one piece of feedback and what decided it (module docstring)."""
+def triage(body: str, *, review_state: str | None = None, first_round: bool = True) -> Triage:
+    """The priority of one piece of feedback and the rule that decided it (module doc)."""
     text = body or ""
     markers = find_markers(text)
-    if markers:
-        level, name, matched = min(markers, key=lambda m: _ORDER[Priority(m[0])])
-        result = Triage(Priority(level), Basis.MARKER, f"{name}: {matched}")
-        if (kind := KIND_CAP.match(text)) is not None and level != Priority.P3:
-            capped = f"coderabbit-kind: {kind.group(0).strip()} (caps {matched})"
-            result = Triage(Priority.P3, Basis.MARKER, capped)
+    decisive = [m for m in markers if m.verdict != CONTENT]
+    if decisive:
+        result = _by_marker(text, decisive)
     elif (summary := SUMMARY.search(text)) is not None:
-        result = Triage(Priority.P3, Basis.SUMMARY, summary.group(0))
+        result = Triage(Priority.P3, Basis.SUMMARY, summary.group(0), "summary")
     else:
-        found = SERIOUS.search(text)
-        if found is not None and SOFTENED.search(text) is None:
-            result = Triage(Priority.P2, Basis.HEURISTIC, found.group(0))
-        else:
-            result = Triage(Priority.P3, Basis.HEURISTIC, None)
+        result = _by_content(text, markers, first_round)
     if review_state == "CHANGES_REQUESTED" and result.priority == Priority.P3:
-        return Triage(Priority.P2, Basis.REVIEW_STATE, "CHANGES_REQUESTED")
+        return Triage(
+            Priority.P2, Basis.REVIEW_STATE, "CHANGES_REQUESTED", "review-state:changes-requested"
+        )
+    if review_state == "APPROVED" and result.basis is Basis.DEFAULT:
+        # An approving review whose words decide nothing does not block.
+        return Triage(Priority.P3, Basis.REVIEW_STATE, "APPROVED", "review-state:approved")
     return result
+
+
+def _by_marker(text: str, decisive: list[Marker]) -> Triage:
+    """The most severe decisive marker; a CodeRabbit kind header caps it at P3."""
+    top = min(decisive, key=lambda m: _ORDER[Priority(m.verdict)])
+    shown = f"{top.name}: {top.matched}"
+    if (kind := KIND_CAP.match(text)) is not None and top.verdict != Priority.P3:
+        capped = f"coderabbit-kind: {kind.group(0).strip()} (caps {top.matched})"
+        return Triage(Priority.P3, Basis.MARKER, capped, "marker:coderabbit-kind")
+    return Triage(Priority(top.verdict), Basis.MARKER, shown, f"marker:{top.name}")
+
+
+def _by_content(text: str, markers: list[Marker], first_round: bool) -> Triage:
+    """The content rubric; ambiguous content gets the first-round default."""
+    hint = f"{markers[0].name}: {markers[0].matched}" if markers else None
+    verdict = read_content(BOILERPLATE.sub(" ", text))
+    if verdict.priority is not None:
+        return Triage(
+            Priority(verdict.priority), Basis.CONTENT, hint, f"content:{verdict.category}"
+        )
+    if first_round:
+        return Triage(Priority.P2, Basis.DEFAULT, hint, "default:first-round-ambiguous")
+    return Triage(Priority.P3, Basis.DEFAULT, hint, "default:later-round-ambiguous")
 
 
 def classify(body: str, *, review_state: str | None = None) -> Priority:

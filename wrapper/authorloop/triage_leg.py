@@ -2,9 +2,10 @@
 
 With ``triage_reviewer`` in kdev.yaml (``reviewer``: the configured reviewer; or a
 reviewer of its own, the same schema), the comments the rules can only guess at (a
-bot's comment whose priority came from the keyword fallback, no severity marker: see
-:func:`wrapper.authorloop.decisions.rule_settles`) go to one reviewer leg per triage
-run. It runs like every leg: the same backend code and sandbox, in an empty scratch
+bot's comment that neither a marker nor its content decides, given issue 29's
+first-round default: see :func:`wrapper.authorloop.decisions.rule_settles`) go to one
+reviewer leg per triage run; the decisions it gives record ``priority_source:
+triage-leg``. It runs like every leg: the same backend code and sandbox, in an empty scratch
 directory, counted against the budgets (``Ledger.record_leg_start``; refused, and
 every comment left undecided, when the repository's or the PR's daily budget is
 spent). The comments are fenced as untrusted data in the prompt.

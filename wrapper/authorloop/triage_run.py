@@ -3,7 +3,8 @@ not the PR author's own, not a comment kdev posted unless it is one of kdev's ow
 findings, wrapper.authorloop.own_findings) and the head, ask the triage
 reviewer about what the rules leave undecided (wrapper.authorloop.triage_leg, when
 configured), decide (wrapper.authorloop.decisions), store, and notify the owner of new
-escalations once."""
+escalations once. Past the PR's first review round, a comment whose content decides
+nothing is P3 (issue 29's first-round default no longer applies)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from wrapper.authorloop.decisions import (
     rule_settles,
     write_decisions,
 )
-from wrapper.authorloop.feedback import collect_feedback
+from wrapper.authorloop.feedback import after_first_round, collect_feedback
 from wrapper.authorloop.own_findings import as_own, own_findings
+from wrapper.authorloop.pr_status import review_rounds
 from wrapper.authorloop.triage_leg import TRIAGE_REVIEWER_FAILED, ask_triage_reviewer, backend_of
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
@@ -54,6 +56,8 @@ def run_triage(ctx: PostingContext, manual: Mapping[int, tuple[str, str]]) -> Tr
         and item.user != pull.user_login
         and (item.id not in mine or item.id in own)
     ]
+    if len(review_rounds(ledger, repo, pr)) > 1:  # past the first round (issue 29)
+        items = [after_first_round(item) for item in items]
     known = read_decisions(ledger, repo, pr)
     backend = backend_of(config)
     answers: dict[int, tuple[str, str]] | None = None if backend is None else {}
