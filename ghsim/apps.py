@@ -288,8 +288,10 @@ def looks_like_jwt(token: str) -> bool:
 
 def jwt_route(path: str) -> bool:
     """Whether ``path`` is one of the routes an App calls with its JWT."""
-    return path == "/app" or path.startswith("/app/") or (
-        path.startswith("/repos/") and path.endswith("/installation") and path.count("/") == 4
+    return (
+        path == "/app"
+        or path.startswith("/app/")
+        or (path.startswith("/repos/") and path.endswith("/installation") and path.count("/") == 4)
     )
 
 
