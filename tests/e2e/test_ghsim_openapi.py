@@ -98,7 +98,10 @@ UNLISTED_STATUSES = {
 # the same object in Get a repository installation is the ``installation`` component,
 # whose ``account`` is ``anyOf`` the two, as GitHub sends it.
 SCHEMA_OVERRIDES: dict[tuple[str, str, int], dict[str, Any]] = {
-    ("GET", "/app/installations", 200): {"type": "array", "items": {"$ref": "#/$defs/installation"}},
+    ("GET", "/app/installations", 200): {
+        "type": "array",
+        "items": {"$ref": "#/$defs/installation"},
+    },
 }
 
 
