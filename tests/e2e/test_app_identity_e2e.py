@@ -101,7 +101,8 @@ def test_kdevs_started_after_expiry_mint_one_token_between_them(
     sim.set_check_run(REPO, pr.head_sha, "tests", conclusion="success")
     env = {k: v for k, v in loop.env.items() if not k.startswith("LI_")}
     first = kdev_check_ci(env, pr.number)
-    assert first.wait(timeout=60) == 0, first.communicate()
+    said = first.communicate(timeout=60)
+    assert first.returncode == 0, said
     assert minted(sim) == 1
     cache = TokenCache(Path(env["GITHUB_APP_TOKEN_CACHE"]))
     old = cache.read()
