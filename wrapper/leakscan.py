@@ -263,7 +263,6 @@ def withhold_leak(error: KdevError, secrets: Iterable[str]) -> KdevError:
     )
 
 
-
 def app_secrets(environ: Mapping[str, str]) -> list[str]:
     """A GitHub App's secrets (module doc): the shared installation token and the
     private key, as whole text, body and lines; what cannot be read is skipped (the

@@ -37,8 +37,7 @@ from typing import Any
 import httpx
 
 from engine import __version__
-from engine.errors import ConfigError
-from engine.github.appconfig import AppConfig
+from engine.github.appconfig import APP_AUTH_REASONS, AppConfig
 from engine.github.bounded import Bounds, OutOfBounds, send_bounded
 from engine.github.pacing import utcnow
 from engine.github.tokencache import CachedToken, TokenCache
@@ -58,6 +57,9 @@ JWT_LIFETIME = 540  # seconds after now: within GitHub's 10 minutes, with room f
 API_VERSION = "2022-11-28"
 
 
+__all__ = ["APP_AUTH_REASONS", "AppTokenSource", "mint_jwt", "read_private_key"]
+
+
 class AppKeyRejected(GitHubErrorKind, reason="app_key_rejected"):
     """GitHub refused the App's JWT signature (a wrong or revoked key, a wrong App id)."""
 
@@ -74,9 +76,9 @@ class AppNotInstalled(GitHubErrorKind, reason="app_not_installed"):
     """The installation does not exist for this App, or does not cover the repository."""
 
 
-APP_AUTH_REASONS = frozenset(
-    {"app_key_rejected", "app_clock_skew", "app_installation_suspended", "app_not_installed"}
-)
+class AppKeyUnreadable(GitHubErrorKind, reason="app_key_unreadable"):
+    """The private key file cannot be read or signs nothing (a GitHubError, so that a
+    poll records it as its failure like GitHub's refusals)."""
 
 
 def read_private_key(config: AppConfig) -> str:
@@ -85,14 +87,11 @@ def read_private_key(config: AppConfig) -> str:
         text = config.key_file.read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigError(
-            f"the App private key {config.key_file} is unreadable: {detail}", "app_key_unreadable"
+        raise AppKeyUnreadable(
+            f"the App private key {config.key_file} is unreadable: {detail}"
         ) from None
     if "PRIVATE KEY-----" not in text:
-        raise ConfigError(
-            f"the App private key {config.key_file} holds no PEM private key",
-            "app_key_unreadable",
-        )
+        raise AppKeyUnreadable(f"the App private key {config.key_file} holds no PEM private key")
     return text
 
 
@@ -105,8 +104,8 @@ def mint_jwt(app_id: str, private_key: str, now: datetime) -> str:
     try:
         return jwt.encode(claims, private_key, algorithm="RS256")
     except (ValueError, TypeError, jwt.PyJWTError) as exc:
-        raise ConfigError(
-            f"the App private key cannot sign a JWT: {type(exc).__name__}", "app_key_unreadable"
+        raise AppKeyUnreadable(
+            f"the App private key cannot sign a JWT: {type(exc).__name__}"
         ) from None
 
 

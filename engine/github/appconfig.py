@@ -38,6 +38,12 @@ APP_VARIABLES = (
     APP_REPOSITORY_VARIABLE,
     APP_CACHE_VARIABLE,
 )
+# The reason codes of an App's refusals (engine.github.appauth's error classes), which
+# engine.health.assess pages on (its APP_AUTH_ADVICE; a test checks they agree).
+APP_AUTH_REASONS = frozenset(
+    {"app_key_rejected", "app_clock_skew", "app_installation_suspended", "app_not_installed"}
+    | {"app_key_unreadable"}
+)
 _APP_ID = re.compile(r"[1-9][0-9]{0,11}|Iv[0-9A-Za-z.]{2,40}")
 _INSTALLATION = re.compile(r"[1-9][0-9]{0,15}")
 _REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")

@@ -118,3 +118,57 @@ def test_kdevs_started_after_expiry_mint_one_token_between_them(
     assert fresh is not None and fresh.token != old.token
     assert all(fresh.token not in out + err for out, err in outs)
     assert os.environ.get("GITHUB_APP_ID") is None
+
+
+def break_revoked(sim: GitHubSim, app: SimApp, env: dict[str, str]) -> None:
+    sim.revoke_app_key(app.app.id, app.keys.public)
+
+
+def break_suspended(sim: GitHubSim, app: SimApp, env: dict[str, str]) -> None:
+    sim.suspend_installation(app.installation.id)
+
+
+def break_outside(sim: GitHubSim, app: SimApp, env: dict[str, str]) -> None:
+    sim.create_repo("other/thing")
+    env["GITHUB_APP_REPOSITORY"] = "other/thing"  # must be in the installation: it is not
+
+
+def break_clock(sim: GitHubSim, app: SimApp, env: dict[str, str]) -> None:
+    from datetime import UTC, datetime
+
+    sim.set_time(datetime.now(UTC) - timedelta(minutes=10))  # GitHub's clock, behind ours
+
+
+@pytest.mark.parametrize(
+    ("breakage", "reason"),
+    [
+        (break_revoked, "app_key_rejected"),
+        (break_suspended, "app_installation_suspended"),
+        (break_outside, "app_not_installed"),
+        (break_clock, "app_clock_skew"),
+    ],
+)
+def test_each_app_failure_is_one_line_with_a_reason_and_health_that_pages(
+    app_loop: tuple[Loop, SimApp], breakage, reason: str
+) -> None:
+    loop, app = app_loop
+    breakage(loop.sim, app, loop.env)
+    loop.li("schedule", "trigger", "review")
+    loop.li("engine", "run", "--once")
+    health = subprocess.run(
+        [str(BIN / "li"), "schedule", "health", "review", "--json"],
+        env=loop.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert health.returncode == 20, health.stdout + health.stderr  # blind: pages
+    [row] = json.loads(health.stdout)
+    assert row["state"] == "blind"
+    assert [c["code"] for c in row["causes"]][0] == reason
+    env = {k: v for k, v in loop.env.items() if not k.startswith("LI_")}
+    done = subprocess.run(
+        [str(BIN / "kdev"), "check-ci", "--repo", REPO, "--pr", "1"],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    last = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(last) == 1, done.stderr
+    assert last[0].startswith("error: ") and last[0].endswith(f"[{reason}]")
+    assert "PRIVATE KEY" not in done.stderr + health.stdout

@@ -201,3 +201,17 @@ def test_the_identity_and_the_repr_name_no_secret(sim, app, tmp_path) -> None:
     assert json.loads(config.cache_path.read_text())["token"] == token
     assert replace(config, installation_id=None).identity.endswith(":None")
     assert os.environ.get("GITHUB_APP_ID") is None
+
+
+def test_every_app_refusal_has_a_health_cause_and_a_class() -> None:
+    from engine.github import appauth
+    from engine.github.appconfig import APP_AUTH_REASONS
+    from engine.health.assess import APP_AUTH_ADVICE
+
+    assert set(APP_AUTH_ADVICE) == APP_AUTH_REASONS
+    kinds = {
+        getattr(appauth, name).REASON
+        for name in dir(appauth)
+        if name.startswith("App") and hasattr(getattr(appauth, name), "REASON")
+    }
+    assert kinds == APP_AUTH_REASONS
