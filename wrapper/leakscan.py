@@ -179,9 +179,10 @@ def _views(text: str) -> list[str]:
 
 
 def find_leak(texts: str | Iterable[str], secrets: Iterable[str]) -> str | None:
-    """The form (``shape`` (module doc), ``raw``, ``interleaved``, ``reversed``, ``base64``, ``base32``, ``hex``,
+    """The form (``raw``, ``interleaved``, ``reversed``, ``base64``, ``base32``, ``hex``,
     ``decimal``, ``octal``, ``url``, ``rot13``, ``caesar``, ``split``) in which some
-    secret appears in ``texts``, or None. Never returns the secret."""
+    secret appears in ``texts``, or ``shape`` for a token or private key of any owner
+    (module doc), or None. Never returns the secret."""
     values = [s for s in dict.fromkeys(secrets) if s and len(s) >= MIN_SECRET_LENGTH]
     for text in [texts] if isinstance(texts, str) else list(texts):
         if _SHAPES.search(text):
