@@ -2,7 +2,7 @@
 
 The engine and each command it fires are separate processes; an installation token is
 good for an hour, and minting one per process would cost one ``access_tokens`` request
-(and one JWT signature) per review. So the token lives in one file that every process of
+(and one JWT signature) per command fired. So the token lives in one file that every process of
 the identity reads, and only a process that finds it missing or expiring mints, under an
 exclusive lock, after reading the file again: N processes started together mint once.
 
