@@ -114,10 +114,15 @@ class AppSim(SimCore):
 
     # == scenario helpers ======================================================================
 
-    def create_app(self, slug: str, public_key: str, *, owner: Author = None) -> App:
-        """Register an App ``slug`` with one public key (PEM); its bot is ``slug[bot]``."""
+    def create_app(
+        self, slug: str, public_key: str, *, owner: Author = None, app_id: int | None = None
+    ) -> App:
+        """Register an App ``slug`` with one public key (PEM); its bot is ``slug[bot]``.
+        ``app_id``: a chosen id (a documented example's), else the next one."""
         with self.lock:
-            app_id = next(self._app_ids)
+            app_id = next(self._app_ids) if app_id is None else app_id
+            if app_id in self._apps:
+                raise GhsimError(f"App {app_id} exists")
             bot = self.user(f"{slug}[bot]", type="Bot")
             app = App(
                 app_id,
