@@ -43,7 +43,9 @@ def app_loop(tmp_path: Path) -> Iterator[tuple[Loop, SimApp]]:
         app = install_app(sim, tmp_path / "github")
         checkout, env = setup_pipeline(sim, REPO, tmp_path, "no-token")
         config = Path(env["KDEV_CONFIG"])
-        config.write_text(config.read_text() + "merge_gate:\n  enabled: true\n")
+        # notify ends the file: a notice posted on the PR too, then the gate and one review.
+        gate = "  - type: github-comment\nmerge_gate:\n  enabled: true\nmention_handle: kdev\nreview_post:\n  enabled: true\n"
+        config.write_text(config.read_text() + gate)
         loop = Loop(sim, app_environment(env, app, tmp_path), tmp_path)
         loop.li(
             "schedule", "add", "review", "--github", REPO, "--poll-interval", "1m",
@@ -70,11 +72,22 @@ def test_a_pr_is_reviewed_as_the_bot_and_a_refused_token_is_refreshed_mid_pass(
     runs = loop.engine_pass()
     assert loop.outcomes(runs) == [(pr.number, "reviewed")]
     assert minted(sim) == 2  # the engine's, then kdev's after the 401
-    authors = {c.user.login for c in sim.comments(REPO)}
-    authors |= {r.user.login for r in sim.reviews(REPO, pr.number)}
+    reviews = sim.reviews(REPO, pr.number)
+    assert reviews  # the round, posted as one review (review_post)
+    authors = {c.user.login for c in sim.comments(REPO)} | {r.user.login for r in reviews}
     statuses = sim.statuses_for(sim.repo(REPO), sim.pull(REPO, pr.number).head_sha)
     authors |= {s.creator.login for s in statuses}
     assert statuses and authors == {BOT}
+    # With review_post off the round is a PR comment (the github-comment notice): the
+    # bot's too, and the next pass takes the shared token without minting.
+    config = Path(loop.env["KDEV_CONFIG"])
+    config.write_text(config.read_text().replace("review_post:\n  enabled: true", ""))
+    second = sim.open_pr(REPO, "second", {"b.py": "y = 2\n"})
+    sim.advance(2)
+    assert (second.number, "reviewed") in loop.outcomes(loop.engine_pass())
+    notices = [c for c in sim.comments(REPO) if c.kind == "issue"]
+    assert notices and {c.user.login for c in notices} == {BOT}
+    assert minted(sim) == 2
     assert sim.user(BOT).type == "Bot"
     cache = Path(loop.env["GITHUB_APP_TOKEN_CACHE"])
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
