@@ -44,7 +44,10 @@ def app_loop(tmp_path: Path) -> Iterator[tuple[Loop, SimApp]]:
         checkout, env = setup_pipeline(sim, REPO, tmp_path, "no-token")
         config = Path(env["KDEV_CONFIG"])
         # notify ends the file: a notice posted on the PR too, then the gate and one review.
-        gate = "  - type: github-comment\nmerge_gate:\n  enabled: true\nmention_handle: kdev\nreview_post:\n  enabled: true\n"
+        gate = (
+            "  - type: github-comment\nmerge_gate:\n  enabled: true\n"
+            "mention_handle: kdev\nreview_post:\n  enabled: true\n"
+        )
         config.write_text(config.read_text() + gate)
         loop = Loop(sim, app_environment(env, app, tmp_path), tmp_path)
         loop.li(
