@@ -111,6 +111,7 @@ class AppSim(SimCore):
         self._installations: dict[int, Installation] = {}
         self._app_ids = itertools.count(900001)
         self._installation_ids = itertools.count(800001)
+        self.token_lifetime = TOKEN_LIFETIME  # GitHub's hour; set_token_lifetime for a scenario
 
     # == scenario helpers ======================================================================
 
@@ -137,6 +138,12 @@ class AppSim(SimCore):
             app.jwt_info = TokenInfo(f"app:{app_id}", bot)
             self._apps[app_id] = app
             return app
+
+    def set_token_lifetime(self, seconds: float) -> None:
+        """Installation tokens minted from now on last ``seconds`` (GitHub: one hour), so
+        that a scenario on the real clock sees a token age out within a pass."""
+        with self.lock:
+            self.token_lifetime = timedelta(seconds=seconds)
 
     def add_app_key(self, app_id: int, public_key: str) -> None:
         with self.lock:
@@ -259,7 +266,7 @@ class AppSim(SimCore):
             token_digest(token),
             installation.app.bot,
             installation_id=installation.id,
-            expires_at=self.now() + TOKEN_LIFETIME,
+            expires_at=self.now() + self.token_lifetime,
             repo_keys=keys,
         )
         self._tokens[info.digest] = info

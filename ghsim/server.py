@@ -60,6 +60,7 @@ RPC_METHODS = frozenset(
     thread_resolved minimized protect_branch unprotect_branch add_ruleset grant_admin
     add_review_bot review_bots create_review review_comments create_status apply_suggestion
     create_app add_app_key revoke_app_key install_app suspend_installation unsuspend_installation
+    set_token_lifetime
     """.split()
 )
 

@@ -188,3 +188,24 @@ def test_each_app_failure_is_one_line_with_a_reason_and_health_that_pages(
     assert done.returncode != 0 and len(last) == 1, done.stderr
     assert last[0].startswith("error: ") and last[0].endswith(f"[{reason}]")
     assert "PRIVATE KEY" not in done.stderr + health.stdout
+
+
+def test_tokens_that_age_out_within_a_pass_are_refreshed_before_github_refuses_them(
+    app_loop: tuple[Loop, SimApp],
+) -> None:
+    """On the real clock, tokens that enter the 5-minute refresh margin 2 seconds after
+    they are minted (ghsim's clock runs a little ahead of this host's here: its lifetime
+    is set to match), so a token ages out while the pass uses it and the next request
+    takes a fresh one, and GitHub never answers 401."""
+    from datetime import UTC, datetime
+
+    loop, app = app_loop
+    sim = loop.sim
+    pr = sim.open_pr(REPO, "feature", {"util.py": "def f():\n    pass  # TODO\n"})
+    sim.advance(2)
+    ahead = (sim.now() - datetime.now(UTC)).total_seconds()
+    sim.set_token_lifetime(300 - ahead + 2)
+    assert loop.outcomes(loop.engine_pass()) == [(pr.number, "reviewed")]
+    assert minted(sim) >= 2  # the engine's token aged out before kdev was done with it
+    assert [r.path for r in sim.requests if r.status == 401] == []
+    assert {s.creator.login for s in sim.statuses_for(sim.repo(REPO), pr.head_sha)} == {BOT}
