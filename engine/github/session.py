@@ -382,21 +382,37 @@ class GitHubSession(Closable):
         GitHub's secondary limit (default: by method, engine.github.limits.points_of)."""
         where = f"{method} {self._where(url)}"
         self.pacer.acquire(points_of(method) if points is None else points)
-        response = self._send_once(method, url, where, etag, json_body)
-        if response.status_code == 401 and self._source is not None:
-            self._source.invalidate(self._token or "")  # expired or revoked early: once more
-            response = self._send_once(method, url, where, etag, json_body)
+        token = self._current_token()
+        response = self._send_once(method, url, where, etag, json_body, token)
+        if response.status_code == 401 and self._source is not None and token:
+            self._source.invalidate(token)  # expired or revoked early: once more, fresh
+            token = self._current_token()
+            response = self._send_once(method, url, where, etag, json_body, token)
         if response.status_code in ok or (response.status_code == 304 and etag):
             return response
         raise self._status_error(response, where)
 
+    def _current_token(self) -> str | None:
+        """The token source's token for the next request (None without a source: the
+        client's fixed header holds the settings' token)."""
+        if self._source is None:
+            return None
+        token = self._source.token()
+        self._token = token  # what redact() hides from now on
+        return token
+
     def _send_once(
-        self, method: str, url: str, where: str, etag: str | None, body: dict[str, Any] | None
+        self,
+        method: str,
+        url: str,
+        where: str,
+        etag: str | None,
+        body: dict[str, Any] | None,
+        token: str | None,
     ) -> httpx.Response:
         headers = {"If-None-Match": etag} if etag else {}
-        if self._source is not None:
-            self._token = self._source.token()  # the one redact() hides from now on
-            headers["Authorization"] = f"Bearer {self._token}"
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         try:
             with self.pacer.in_flight():
                 return send_bounded(
