@@ -215,3 +215,34 @@ def test_every_app_refusal_has_a_health_cause_and_a_class() -> None:
         if name.startswith("App") and hasattr(getattr(appauth, name), "REASON")
     }
     assert kinds == APP_AUTH_REASONS
+
+
+def test_the_jwt_is_rs256_issued_a_minute_back_and_expires_within_ten_minutes() -> None:
+    import jwt
+
+    from engine.github.appauth import mint_jwt
+
+    token = mint_jwt("123456", key_pair().private, T0)
+    assert jwt.get_unverified_header(token)["alg"] == "RS256"
+    claims = jwt.decode(
+        token, key_pair().public, algorithms=["RS256"], options={"verify_exp": False}
+    )
+    epoch = int(T0.timestamp())
+    assert claims == {"iat": epoch - 60, "exp": epoch + 540, "iss": "123456"}
+    with pytest.raises(jwt.InvalidSignatureError):
+        jwt.decode(token, key_pair(1).public, algorithms=["RS256"], options={"verify_exp": False})
+
+
+def test_a_second_401_is_the_callers_error_not_a_loop(sim, app, tmp_path) -> None:
+    from engine.github import GitHubError
+
+    settings = Settings.from_env(env_of(sim, app, tmp_path))
+    source = source_of(settings, sim)
+    sim.inject_fault("GET", rf"^/repos/{REPO}/pulls$", status=401, times=2)
+    with GitHubClient(settings, token_source=source, record_rates=False) as client:
+        with pytest.raises(GitHubError) as caught:
+            client.request("GET", f"repos/{REPO}/pulls", expect=list)
+        assert caught.value.reason == "auth_error"
+        assert [r.status for r in sim.requests_to(rf"/repos/{REPO}/pulls$")] == [401, 401]
+        assert minted(sim) == 2  # the first token, and the one tried after the 401
+        assert client.request("GET", f"repos/{REPO}/pulls", expect=list) == []
