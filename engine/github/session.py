@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import httpx
 
@@ -34,6 +34,7 @@ from engine.github.bounded import ACCEPT_ENCODING, Bounds, OutOfBounds, send_bou
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
 from engine.github.parse import json_name, parse_rate
+from engine.github.tokencache import TokenSource
 from engine.github.types import (
     RATE_LIMITED,
     SECONDARY_RATE_LIMITED,
@@ -146,17 +147,6 @@ def _record_rate(identity: str, headers: Mapping[str, str]) -> None:
     from engine.github import ratelog
 
     ratelog.note(identity, headers)
-
-
-class TokenSource(Protocol):
-    """Where a session takes the token of each request when it is not fixed: a GitHub
-    App's installation token (engine.github.appauth), refreshed before it expires."""
-
-    identity: str
-
-    def token(self) -> str: ...
-
-    def invalidate(self, token: str) -> None: ...
 
 
 class SessionOptions(TypedDict, total=False):

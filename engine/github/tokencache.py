@@ -32,6 +32,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
+
+
+class TokenSource(Protocol):
+    """Where a session takes the token of each request when it is not fixed: a GitHub
+    App's installation token (engine.github.appauth), refreshed before it expires;
+    ``identity`` names it for its pacer and rate gauges, never with a token."""
+
+    identity: str
+
+    def token(self) -> str: ...
+
+    def invalidate(self, token: str) -> None: ...
 
 
 @dataclass(frozen=True)
