@@ -425,8 +425,9 @@ def test_behind_the_proxy_in_the_root_fallback_the_hostile_reviewer_finds_no_key
     assert kdev_mem
 
 
+@pytest.mark.parametrize("kind", ["bwrap", pytest.param("fallback", marks=needs_root_fallback)])
 def test_as_a_github_app_the_hostile_reviewer_finds_neither_key_nor_installation_token(
-    scene: Scene, exfil: Exfil
+    scene: Scene, exfil: Exfil, kind: str
 ) -> None:
     """Issue 30: kdev reviews as an App; the reviewer is told where the private key and
     the shared installation token are kept, and finds neither."""
@@ -445,7 +446,7 @@ def test_as_a_github_app_the_hostile_reviewer_finds_neither_key_nor_installation
         HOSTILE_SECRET_FILES=f"{app.key_file},{cache}",
     )
     before = (scene.checkout / ".git" / "config").read_text()
-    write_config(scene, exfil, "none")
+    write_config(scene, exfil, "none", **(FALLBACK if kind == "fallback" else {}))
     result = scene.kdev(*scene.review_args(), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["outcome"] == "reviewed"
