@@ -22,6 +22,9 @@ GitHub's rules, as its documentation states them:
   is at least one repository that does not exist or is not accessible to the parent
   installation."). A suspended installation is 403 "This installation has been
   suspended" (octokit/octokit.rb#1307). An expired token gets 401.
+- The rate limit is the installation's (docs: rate-limits-for-the-rest-api, "primary
+  rate limit for GitHub App installations"): every token of one installation draws on
+  the same buckets, so minting a new token resets nothing.
 - What an installation token does is done by ``<app-slug>[bot]``, a user of type
   ``Bot`` whose id is neither the App's nor the installation's.
 
@@ -38,7 +41,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ghsim.core import Author, GhsimError, SimCore, token_digest
-from ghsim.model import TokenInfo, User
+from ghsim.model import RateBucket, TokenInfo, User
 
 IAT_SKEW = 60  # seconds an iat may be ahead of the simulator's clock
 JWT_MAX_LIFETIME = 600  # exp at most this far ahead (GitHub: 10 minutes)
@@ -100,6 +103,8 @@ class Installation:
     created_at: datetime
     suspended_at: datetime | None = None
     permissions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PERMISSIONS))
+    # GitHub limits an installation, not each of its tokens: every token shares these.
+    buckets: dict[str, RateBucket] = field(default_factory=dict)
 
 
 class AppSim(SimCore):
@@ -265,6 +270,7 @@ class AppSim(SimCore):
         info = TokenInfo(
             token_digest(token),
             installation.app.bot,
+            buckets=installation.buckets,
             installation_id=installation.id,
             expires_at=self.now() + self.token_lifetime,
             repo_keys=keys,

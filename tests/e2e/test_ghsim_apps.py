@@ -128,3 +128,14 @@ def test_a_suspended_installation_mints_nothing_and_its_tokens_stop(setup) -> No
     jwt = app_jwt(app.app, app.keys.private, sim.now())
     url = f"/app/installations/{other.id}/access_tokens"
     assert client.post(url, headers=bearer(jwt)).status_code == 404  # not this App's
+
+
+def test_every_token_of_an_installation_draws_on_its_one_rate_limit(setup) -> None:
+    sim, app, client = setup
+    first = mint(sim, app, client).json()["token"]
+    for _ in range(3):
+        client.get("/repos/octo/widgets/pulls", headers=bearer(first))
+    second = mint(sim, app, client).json()["token"]
+    answer = client.get("/repos/octo/widgets/pulls", headers=bearer(second))
+    assert answer.headers["x-ratelimit-used"] == "4"  # a new token resets nothing
+    assert sim.bucket(first).remaining == sim.bucket(second).remaining
