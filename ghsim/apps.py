@@ -288,15 +288,20 @@ class AppSim(SimCore):
         if installation is None or expired or installation.suspended_at is not None:
             return 401, "Bad credentials"
         parts = path.split("/")
-        if len(parts) >= 4 and parts[1] == "repos":
-            full_name = f"{parts[2]}/{parts[3]}".lower()
-            if info.repo_keys is None:
-                inside = self.reaches(installation, full_name)
-            else:
-                inside = full_name in info.repo_keys
-            if not inside:
-                return 404, "Not Found"
+        if len(parts) >= 4 and parts[1] == "repos" and not self.token_reaches(info, parts[2:4]):
+            return 404, "Not Found"
         return None
+
+    def token_reaches(self, info: TokenInfo, owner_name: list[str]) -> bool:
+        """Whether ``info`` (any token) may see the repository ``[owner, name]``: an
+        installation token only its installation's (or its narrowed) repositories."""
+        if info.installation_id is None:
+            return True
+        full_name = "/".join(owner_name).lower()
+        if info.repo_keys is not None:
+            return full_name in info.repo_keys
+        installation = self._installations.get(info.installation_id)
+        return installation is not None and self.reaches(installation, full_name)
 
 
 def looks_like_jwt(token: str) -> bool:

@@ -139,3 +139,21 @@ def test_every_token_of_an_installation_draws_on_its_one_rate_limit(setup) -> No
     answer = client.get("/repos/octo/widgets/pulls", headers=bearer(second))
     assert answer.headers["x-ratelimit-used"] == "4"  # a new token resets nothing
     assert sim.bucket(first).remaining == sim.bucket(second).remaining
+
+
+def test_graphql_sees_only_the_installations_repositories(setup) -> None:
+    sim, app, client = setup
+    sim.open_pr("octo/widgets", "feature", {"a.txt": "a\n"})
+    sim.open_pr("other/thing", "feature", {"a.txt": "a\n"})
+    token = mint(sim, app, client).json()["token"]
+    query = "query { repository(owner: $owner, name: $name) { pullRequest(number: 1) { id } } }"
+
+    def ask(owner: str, name: str) -> dict[str, object]:
+        body = {"query": query, "variables": {"owner": owner, "name": name, "number": 1}}
+        answer: dict[str, object] = client.post("/graphql", headers=bearer(token), json=body).json()
+        return answer
+
+    assert "errors" not in ask("octo", "widgets")
+    outside = ask("other", "thing")
+    assert outside["data"] == {"repository": None}
+    assert outside["errors"][0]["type"] == "NOT_FOUND"  # type: ignore[index]
