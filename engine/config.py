@@ -27,6 +27,7 @@ from pydantic_settings import (
 
 from engine.credentials import TOKEN_VARIABLES, token_from_sources
 from engine.errors import ConfigError
+from engine.github.appconfig import AppConfig, app_config_from
 from engine.github.limits import (
     DEFAULT_DEADLINE_SECONDS,
     DEFAULT_MAX_BODY_BYTES,
@@ -117,6 +118,8 @@ class Settings(BaseSettings):
     github_token: str | None = Field(
         None, repr=False, validation_alias=_env("GITHUB_TOKEN", "GH_TOKEN")
     )
+    # A GitHub App instead of a token (engine.github.appconfig, issue 30); from_env reads it.
+    github_app: AppConfig | None = None
     github_timeout_seconds: float = Field(30.0, ge=0, validation_alias=_env("LI_GITHUB_TIMEOUT"))
     # Secondary-limit points a minute per token (a GET is 1, a write 5): engine.github.limits.
     github_requests_per_minute: int = Field(
@@ -177,6 +180,9 @@ class Settings(BaseSettings):
         env = os.environ if environ is None else environ
         try:
             values = _MappingEnvSource(cls, env)()
+            app = app_config_from(env)
+            if app is not None:
+                return cls(**_with_app(values, app, env))
             if not {"github_token", *TOKEN_VARIABLES}.intersection(values):
                 token = token_from_sources(env)
                 if token is not None:
@@ -273,3 +279,17 @@ def _config_error(exc: ValidationError, environ: Mapping[str, str]) -> ConfigErr
     if expected is None:
         return ConfigError(f"{variable}: {first['msg']}, got {raw!r}", "invalid_setting")
     return ConfigError(f"{variable} must be {expected}, got {raw!r}", "invalid_setting")
+
+
+def _with_app(values: dict[str, Any], app: AppConfig, env: Mapping[str, str]) -> dict[str, Any]:
+    """``values`` with the App as the identity; a token source beside it is refused."""
+    from engine.credentials import TOKEN_FILE_VARIABLE
+
+    tokens = sorted(name for name in (*TOKEN_VARIABLES, TOKEN_FILE_VARIABLE) if env.get(name))
+    if tokens or "github_token" in values:
+        raise ConfigError(
+            f"GITHUB_APP_ID and {', '.join(tokens) or 'a token'} are both set: choose the "
+            "App or the token",
+            "ambiguous_github_auth",
+        )
+    return {**values, "github_app": app}

@@ -60,6 +60,11 @@ VARIABLES: dict[str, tuple[str, int | str, int | str | None]] = {
 # Without a token variable Settings reads the token from the file these name (D66).
 TOKEN_VARIABLES = frozenset({"GITHUB_TOKEN", "GH_TOKEN"})
 TOKEN_FILES = frozenset({"GITHUB_TOKEN_FILE", "CREDENTIALS_DIRECTORY"})
+# A GitHub App (engine.github.appconfig): only Settings reads and checks it.
+APP_VARIABLES = frozenset(
+    {"GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY_FILE", "GITHUB_APP_INSTALLATION_ID"}
+    | {"GITHUB_APP_REPOSITORY", "GITHUB_APP_TOKEN_CACHE"}
+)
 # Settings' field names, which pydantic-settings also reads as variables (populate_by_name).
 FIELD_NAMES = frozenset(
     {
@@ -74,6 +79,7 @@ FIELD_NAMES = frozenset(
         "heartbeat_interval_seconds",
         "github_api_url",
         "github_token",
+        "github_app",
         "github_timeout_seconds",
         "github_requests_per_minute",
         "github_max_body_bytes",
@@ -106,6 +112,8 @@ def plain_environment(environ: Mapping[str, str]) -> dict[str, str] | None:
         return None
     if not TOKEN_VARIABLES.intersection(env) and TOKEN_FILES.intersection(env):
         return None  # the token is in a file: Settings reads it (engine.credentials)
+    if APP_VARIABLES.intersection(env):
+        return None  # a GitHub App: Settings reads and checks it
     for name, (kind, lowest, highest) in VARIABLES.items():
         if name in env and not _plain(env[name], kind, _bound(lowest), _bound(highest)):
             return None

@@ -249,6 +249,8 @@ def graphql(ctx: Ctx) -> dict[str, Any]:
     if owner is None or name is None or number is None:
         return {"errors": [{"message": "ghsim answers pullRequest(owner, name, number) only"}]}
     repo = ctx.sim.find_repo(str(owner), str(name))
+    if ctx.token is not None and not ctx.sim.token_reaches(ctx.token, [str(owner), str(name)]):
+        repo = None  # an installation token sees only its installation's (ghsim/apps.py)
     if repo is None:
         return {
             "data": {"repository": None},

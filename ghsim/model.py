@@ -307,6 +307,11 @@ class TokenInfo:
     digest: str  # sha256 of the token; the token itself is never kept
     user: User
     buckets: dict[str, RateBucket] = field(default_factory=dict)
+    # An App's installation token (ghsim/apps.py): its installation, when it stops
+    # working (sim clock) and the repositories it reaches (None: any).
+    installation_id: int | None = None
+    expires_at: datetime | None = None
+    repo_keys: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

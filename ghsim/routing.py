@@ -22,6 +22,7 @@ from ghsim.model import Comment, Pull, Repo, TokenInfo, User, parse_iso
 from ghsim.payloads import DOCS, Renderer, error_body
 
 if TYPE_CHECKING:
+    from ghsim.apps import App
     from ghsim.state import SimState as GitHubSim
 
 
@@ -54,6 +55,7 @@ class Ctx:
     render: Renderer
     user: User | None
     token: TokenInfo | None = None
+    app: App | None = None  # the App whose JWT authenticated the request (ghsim/apps.py)
     status: int = 200
     branch_heads: dict[str, dict[str, str]] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from ghsim.apps import AppAuthFailed, jwt_route, looks_like_jwt
 from ghsim.core import GhsimError, token_digest
 from ghsim.faults import gzip_bomb, plain_chunks
 from ghsim.gitops import GitError
@@ -58,6 +59,8 @@ RPC_METHODS = frozenset(
     set_time advance use_real_time sync branch_sha repo_path pull pulls clear_requests
     thread_resolved minimized protect_branch unprotect_branch add_ruleset grant_admin
     add_review_bot review_bots create_review review_comments create_status apply_suggestion
+    create_app add_app_key revoke_app_key install_app suspend_installation unsuspend_installation
+    set_token_lifetime
     """.split()
 )
 
@@ -155,6 +158,7 @@ class _Exchange:
     host: str
     request_id: str = field(default_factory=lambda: secrets.token_hex(8).upper())
     info: TokenInfo | None = None
+    app: Any = None  # the App of a verified JWT (ghsim/apps.py)
     counted: bool = False
     delay: float = 0.0
     truncate: bool = False
@@ -179,9 +183,19 @@ def _authenticate(sim: GitHubSim, ex: _Exchange) -> Answer | None:
         if sim.anonymous:
             return None
         return 401, error_body("Requires authentication", DOCS, 401)
+    if looks_like_jwt(token) and jwt_route(ex.path):
+        try:
+            ex.app = sim.verify_jwt(token)
+        except AppAuthFailed as exc:
+            return exc.status, error_body(exc.message, DOCS, exc.status)
+        ex.info = ex.app.jwt_info
+        return None
     ex.info = sim._tokens.get(token_digest(token))
     if ex.info is None:
         return 401, error_body("Bad credentials", DOCS, 401)
+    refused = sim.token_refusal(ex.info, ex.path)  # an installation token's limits
+    if refused is not None:
+        return refused[0], error_body(refused[1], DOCS, refused[0])
     return None
 
 
@@ -257,6 +271,7 @@ def _routed(sim: GitHubSim, ex: _Exchange) -> Answer:
         render=Renderer(f"http://{ex.host}"),
         user=ex.info.user if ex.info else None,
         token=ex.info,
+        app=ex.app,
     )
     try:
         payload = serve_route(ctx)

@@ -4,7 +4,7 @@ The helpers live one concern a module, each a base class on top of
 :class:`ghsim.core.SimCore` (state, clock, tokens, lookups): ``repos.py``, ``pulls.py``
 (git: open, push, sync, merge), ``pull_edits.py``, ``conversation.py``, ``checks.py``,
 ``reviews.py`` (creating reviews), ``outdating.py`` (what a push does to line
-comments), ``suggestions.py``,
+comments), ``apps.py`` (GitHub Apps), ``suggestions.py``,
 ``protection.py``, ``bots.py``, ``faults.py``, ``traffic.py`` (rate limits, request log)
 and ``facts.py`` (what the routes derive). Every helper takes ``self.lock``.
 
@@ -14,6 +14,7 @@ the lifecycle (start, stop), which imports the server, so no module imports back
 
 from __future__ import annotations
 
+from ghsim.apps import AppSim
 from ghsim.checks import CheckSim
 from ghsim.conversation import ConversationSim
 from ghsim.core import GhsimError
@@ -38,6 +39,7 @@ class SimState(
     FactsSim,
     TrafficSim,
     FaultSim,
+    AppSim,
 ):
     """The simulator's state and helpers; serve it with :class:`ghsim.sim.GitHubSim`."""
 

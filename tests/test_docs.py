@@ -244,7 +244,31 @@ def json_blocks(path: Path) -> list[str]:
     return re.findall(r"^```json\n(.*?)^```$", text, flags=re.S | re.M)
 
 
+def prepare_github_app(world: World) -> None:
+    """docs/github-app.md's starting point: the App (id 123456) created and installed on
+    octo/widgets, its private key downloaded as GitHub names the file."""
+    from tests.appkit import key_pair
+
+    app = world.sim.create_app("kdev-review", key_pair().public, app_id=123456)
+    world.sim.install_app(app.id, "octo")
+    downloads = world.home / "Downloads"
+    downloads.mkdir()
+    (downloads / "kdev-review.2026-03-01.private-key.pem").write_text(key_pair().private)
+
+
+def check_github_app(world: World) -> None:
+    """The recipe's reads went out as the App: one token minted, shared in a 0600 file,
+    and the poll's launch posted as the bot."""
+    assert len(world.sim.requests_to(r"/access_tokens$", "POST")) == 1
+    cache = world.home / ".cache" / "li" / "github-app"
+    [token_file] = list(cache.glob("*.json"))
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert "GITHUB_TOKEN" not in world.env
+
+
+PREPARE: dict[str, Callable[[World], None]] = {"github-app.md": prepare_github_app}
 CHECKS: dict[str, Callable[[World], None]] = {
+    "github-app.md": check_github_app,
     "README.md": check_readme,
     "poller.md": check_poller,
     "triggers.md": check_triggers,
@@ -259,6 +283,9 @@ def test_the_documented_commands_run(document: Path, request: pytest.FixtureRequ
     if not blocks and check is None:
         return  # nothing to run on this page (the parser is tested below)
     world: World = request.getfixturevalue("world")
+    prepare = PREPARE.get(document.name)
+    if prepare is not None:
+        prepare(world)
     if blocks:
         run_blocks(world, blocks)
     if check is not None:

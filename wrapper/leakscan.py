@@ -45,7 +45,15 @@ dominated by the three reductions of the text, not by the number of forms
 path with query), and the values of reviewer variables whose name says they are a
 credential (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``,
 ``*CREDENTIAL*``), including the openai backend's ``api_key_env`` and the proxy's
-``api_proxy.key_env`` (D65).
+``api_proxy.key_env`` (D65). With a GitHub App (issue 30) they include the installation
+token in the shared cache file (``GITHUB_APP_TOKEN_CACHE``) and the private key
+(``GITHUB_APP_PRIVATE_KEY_FILE``): the whole PEM, its body as one line, and each of its
+lines.
+
+Beside the values, two **shapes** are refused whoever's they are (``shape`` form): a
+GitHub token (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_`` followed by at least 30
+token characters, or ``github_pat_``; GitHub's documented prefixes) and a PEM private key
+(``-----BEGIN ... PRIVATE KEY-----``). kdev never has a reason to write either.
 """
 
 from __future__ import annotations
@@ -65,6 +73,10 @@ _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
 _ESCAPE_PREFIXES = re.compile(r"\\x|0x|%|\\u00|\\u\{0*|&#x0*", re.IGNORECASE)
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
 SECRET_LEAK = "secret_leak"
+_SHAPES = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"
+    r"|-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+)
 _MIN_PATH_SECRET = 16
 _MIN_PIECE = 8  # each piece of a ``split`` value, in reduced characters
 _LETTERS = string.ascii_lowercase
@@ -169,11 +181,14 @@ def _views(text: str) -> list[str]:
 def find_leak(texts: str | Iterable[str], secrets: Iterable[str]) -> str | None:
     """The form (``raw``, ``interleaved``, ``reversed``, ``base64``, ``base32``, ``hex``,
     ``decimal``, ``octal``, ``url``, ``rot13``, ``caesar``, ``split``) in which some
-    secret appears in ``texts``, or None. Never returns the secret."""
+    secret appears in ``texts``, or ``shape`` for a token or private key of any owner
+    (module doc), or None. Never returns the secret."""
     values = [s for s in dict.fromkeys(secrets) if s and len(s) >= MIN_SECRET_LENGTH]
-    if not values:
-        return None
     for text in [texts] if isinstance(texts, str) else list(texts):
+        if _SHAPES.search(text):
+            return "shape"
+        if not values:
+            continue
         views = _views(text)
         reduced = [_reduce(view) for view in views]
         for secret in values:
@@ -232,6 +247,7 @@ def known_secrets(config: KdevConfig, environ: Mapping[str, str]) -> list[str]:
     for target in config.all_notify_targets():
         if isinstance(target, WebhookTarget):
             found += webhook_secrets(target.url)
+    found += app_secrets(environ)
     return [value for value in dict.fromkeys(found) if len(value) >= MIN_SECRET_LENGTH]
 
 
@@ -246,3 +262,28 @@ def withhold_leak(error: KdevError, secrets: Iterable[str]) -> KdevError:
         f"the {error.reason} error message contained a known secret ({form} form); withheld",
         SECRET_LEAK,
     )
+
+
+def app_secrets(environ: Mapping[str, str]) -> list[str]:
+    """A GitHub App's secrets (module doc): the shared installation token and the
+    private key, as whole text, body and lines; what cannot be read is skipped (the
+    App's own code reports that)."""
+    from pathlib import Path
+
+    from engine.github.tokencache import TokenCache
+
+    found: list[str] = []
+    cache = environ.get("GITHUB_APP_TOKEN_CACHE")
+    cached = TokenCache(Path(cache)).read() if cache else None
+    if cached is not None:
+        found.append(cached.token)
+    key_file = environ.get("GITHUB_APP_PRIVATE_KEY_FILE")
+    try:
+        pem = Path(key_file).read_text(encoding="ascii") if key_file else ""
+    except (OSError, UnicodeDecodeError):
+        pem = ""
+    lines = [line.strip() for line in pem.splitlines() if line.strip()]
+    body = [line for line in lines if not line.startswith("-----")]
+    if body:
+        found += [pem.strip(), "".join(body), *body]
+    return found

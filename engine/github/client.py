@@ -330,12 +330,20 @@ def github_client(
 ) -> GitHubClient:
     """The client a process uses: the settings' timeout and its token's shared pacer at
     ``LI_GITHUB_RATE`` requests a minute; ``record_rates=False`` for a process that
-    exports no metrics (a caller outside the engine)."""
-    identity = token_identity(settings.github_token)
+    exports no metrics (a caller outside the engine). With ``github_app`` set, the token
+    is the App installation's, shared by every process (engine.github.appauth)."""
+    source = None
+    app = getattr(settings, "github_app", None)
+    if app is not None:  # a GitHub App's installation token (issue 30)
+        from engine.github.appauth import AppTokenSource
+
+        source = AppTokenSource(app, settings)
+    identity = source.identity if source else token_identity(settings.github_token)
     return GitHubClient(
         settings,
         cache=cache,
         pacer=pacer_for(identity, settings.github_requests_per_minute),
+        token_source=source,
         connect_timeout=min(10.0, settings.github_timeout_seconds),
         read_timeout=settings.github_timeout_seconds,
         record_rates=record_rates,

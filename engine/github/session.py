@@ -34,6 +34,7 @@ from engine.github.bounded import ACCEPT_ENCODING, Bounds, OutOfBounds, send_bou
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
 from engine.github.parse import json_name, parse_rate
+from engine.github.tokencache import TokenSource
 from engine.github.types import (
     RATE_LIMITED,
     SECONDARY_RATE_LIMITED,
@@ -158,6 +159,7 @@ class SessionOptions(TypedDict, total=False):
     connect_timeout: float
     read_timeout: float
     record_rates: bool
+    token_source: TokenSource | None
 
 
 class GitHubSession(Closable):
@@ -166,7 +168,10 @@ class GitHubSession(Closable):
     ``transport`` replaces the network (an ``httpx.MockTransport`` in tests); ``pacer``
     defaults to the process-wide :func:`pacer_for` of the token; ``clock`` dates
     secondary-limit deferrals (and, in the client, cache entries); ``record_rates=False``
-    leaves the engine's rate-limit gauges alone (a process that exports no metrics). It
+    leaves the engine's rate-limit gauges alone (a process that exports no metrics);
+    ``token_source`` gives the token of each request instead of the settings' (a GitHub
+    App's, refreshed by the source; a 401 makes the source drop that token and the
+    request goes once more with a new one, the only resend). It
     is thread-safe, never sleeps itself (waiting is the pacer's: inject ``sleep`` there) and never
     retries: a failure raises :class:`GitHubError` and the caller's next poll is the retry.
     """
@@ -181,6 +186,7 @@ class GitHubSession(Closable):
         connect_timeout: float = 10.0,
         read_timeout: float = 30.0,
         record_rates: bool = True,
+        token_source: TokenSource | None = None,
     ) -> None:
         self.api_url = settings.github_api_url.rstrip("/")
         self._record_rates = record_rates
@@ -195,7 +201,10 @@ class GitHubSession(Closable):
         self._origin = (base.scheme, base.host, base.port)
         self.bounds = Bounds.of(settings)
         self._token = settings.github_token
-        self.token_identity = token_identity(self._token)
+        self._source = token_source
+        self.token_identity = (
+            token_source.identity if token_source is not None else token_identity(self._token)
+        )
         self.pacer = pacer if pacer is not None else pacer_for(self.token_identity)
         self._clock = clock
         headers = {
@@ -226,7 +235,7 @@ class GitHubSession(Closable):
             self.pacer.observe(rate)
 
     def __repr__(self) -> str:
-        token = "set" if self._token else "none"
+        token = "app" if self._source else "set" if self._token else "none"
         return f"<{type(self).__name__} {self.api_url} token={token} ({self.token_identity})>"
 
     def close(self) -> None:
@@ -363,15 +372,45 @@ class GitHubSession(Closable):
         GitHub's secondary limit (default: by method, engine.github.limits.points_of)."""
         where = f"{method} {self._where(url)}"
         self.pacer.acquire(points_of(method) if points is None else points)
-        headers = {"If-None-Match": etag} if etag else None
+        token = self._current_token()
+        response = self._send_once(method, url, where, etag, json_body, token)
+        if response.status_code == 401 and self._source is not None and token:
+            self._source.invalidate(token)  # expired or revoked early: once more, fresh
+            token = self._current_token()
+            response = self._send_once(method, url, where, etag, json_body, token)
+        if response.status_code in ok or (response.status_code == 304 and etag):
+            return response
+        raise self._status_error(response, where)
+
+    def _current_token(self) -> str | None:
+        """The token source's token for the next request (None without a source: the
+        client's fixed header holds the settings' token)."""
+        if self._source is None:
+            return None
+        token = self._source.token()
+        self._token = token  # what redact() hides from now on
+        return token
+
+    def _send_once(
+        self,
+        method: str,
+        url: str,
+        where: str,
+        etag: str | None,
+        body: dict[str, Any] | None,
+        token: str | None,
+    ) -> httpx.Response:
+        headers = {"If-None-Match": etag} if etag else {}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         try:
             with self.pacer.in_flight():
-                response = send_bounded(
+                return send_bounded(
                     self._http,
                     method,
                     url,
-                    headers=headers,
-                    json_body=json_body,
+                    headers=headers or None,
+                    json_body=body,
                     bounds=self.bounds,
                     origin=self._origin,
                 )
@@ -379,9 +418,6 @@ class GitHubSession(Closable):
             raise self._transport_error(exc, where) from None
         except OutOfBounds as exc:
             raise self.error(exc.kind, f"{where}: {exc.message}") from None
-        if response.status_code in ok or (response.status_code == 304 and etag):
-            return response
-        raise self._status_error(response, where)
 
     def _transport_error(self, exc: httpx.HTTPError, where: str) -> GitHubError:
         for caught, kind, template in _TRANSPORT_ERRORS:

@@ -49,6 +49,21 @@ MAX_PAGE_LIMIT = 100
 RATE_LIMIT_REASONS = frozenset({"rate_limited", "secondary_rate_limited"})
 FAILED_RUN_STATUSES = frozenset({RunStatus.FAILED.value, RunStatus.TIMED_OUT.value})
 
+# A GitHub App's refusals (engine.github.appauth, issue 30) and what to do about each: they
+# page at once (state blind), since none goes away by itself.
+APP_AUTH_ADVICE = {
+    "app_key_rejected": "GitHub refused the App's JWT: check GITHUB_APP_ID and that "
+    "GITHUB_APP_PRIVATE_KEY_FILE holds a key the App still has (a deleted key is revoked)",
+    "app_clock_skew": "GitHub refused the JWT's times: this host's clock is off; sync it "
+    "with NTP (timedatectl set-ntp true)",
+    "app_installation_suspended": "the App's installation is suspended: an owner of the "
+    "account unsuspends it in the account's settings (Applications)",
+    "app_not_installed": "the App is not installed on this repository or the installation "
+    "is gone: install it there, or correct GITHUB_APP_INSTALLATION_ID",
+    "app_key_unreadable": "the App's private key file cannot be read: check "
+    "GITHUB_APP_PRIVATE_KEY_FILE and its permissions",
+}
+
 RECONCILE_COMMAND = "li schedule cursor NAME --set ... --reason ..."
 
 
@@ -127,6 +142,8 @@ def assess(facts: PollHealthFacts, now: datetime) -> Health:
     - github_poll schedules collect every cause that applies:
 
       - ``blind``: ``consecutive_auth_failures`` >= 3.
+      - a GitHub App's refusal (state ``blind``, the cause named by its reason code,
+        :data:`APP_AUTH_ADVICE`): the newest poll failed with it. One is enough.
       - ``rate_limited``: the newest poll was not healthy, its error was
         ``rate_limited`` or ``secondary_rate_limited``, and the reset is after ``now``
         or unknown. A reset already past is no longer a rate limit.
@@ -162,6 +179,7 @@ def assess(facts: PollHealthFacts, now: datetime) -> Health:
     found: list[tuple[HealthState, Cause]] = []
     checks = (
         (HealthState.BLIND, _blind_cause(facts)),
+        (HealthState.BLIND, _app_auth_cause(facts)),
         (HealthState.RATE_LIMITED, _rate_limited_cause(facts, now)),
         (HealthState.STALE, _stale_cause(facts, now)),
         (HealthState.OVERDUE, _capped_scan_cause(facts)),
@@ -189,6 +207,18 @@ def _blind_cause(facts: PollHealthFacts) -> Cause | None:
         "no pull request is being read",
         "check the token in GITHUB_TOKEN (or GH_TOKEN): it may be expired or revoked, "
         "or lack read access to this repository's pull requests",
+    )
+
+
+def _app_auth_cause(facts: PollHealthFacts) -> Cause | None:
+    reason = facts.last_error_reason
+    if reason not in APP_AUTH_ADVICE or not _newest_poll_failed(facts):
+        return None
+    return Cause(
+        reason,
+        f"the newest poll could not authenticate as the GitHub App ({reason}); "
+        "no pull request is being read",
+        APP_AUTH_ADVICE[reason],
     )
 
 

@@ -8,6 +8,11 @@ the engine polled with, and the name of the file its token came from.
   from (engine.credentials), when neither token variable was set. These name a file;
   the command reads the token itself.
 
+- With a GitHub App (engine.github.appconfig): its id, the name of its key file, its
+  installation or repository, and ``GITHUB_APP_TOKEN_CACHE``, the shared token file the
+  engine keeps (engine.github.tokencache): the command reads the engine's installation
+  token from it and mints only when it has expired (issue 30).
+
 A token *value* is never added: ``GITHUB_TOKEN`` / ``GH_TOKEN`` reach a command only when
 the schedule or ``LI_ENV_PASSTHROUGH`` lists them. A listed name still wins over a
 handed-over one (:func:`engine.run.runner.build_environment` applies it last).
@@ -25,6 +30,7 @@ from engine.credentials import (
     TOKEN_FILE_VARIABLE,
     TOKEN_VARIABLES,
 )
+from engine.github.appconfig import app_environment
 
 API_URL_VARIABLE = "GITHUB_API_URL"
 
@@ -45,6 +51,9 @@ def token_source_variable(environ: Mapping[str, str]) -> str | None:
 def github_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
     """The variables a fired ``github_poll`` command gets without being listed."""
     handed = {API_URL_VARIABLE: settings.github_api_url}
+    if settings.github_app is not None:
+        handed.update(app_environment(settings.github_app))
+        return handed
     source = token_source_variable(environ)
     if source is not None:
         handed[source] = environ[source]

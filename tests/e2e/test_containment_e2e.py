@@ -423,3 +423,45 @@ def test_behind_the_proxy_in_the_root_fallback_the_hostile_reviewer_finds_no_key
     assert find_leak([b.decode() for b in exfil.bodies], [key, scene.token]) is None
     kdev_mem = [v for v in harvest["attacks"]["mem"].values() if v == "<PermissionError>"]
     assert kdev_mem
+
+
+@pytest.mark.parametrize("kind", ["bwrap", pytest.param("fallback", marks=needs_root_fallback)])
+def test_as_a_github_app_the_hostile_reviewer_finds_neither_key_nor_installation_token(
+    scene: Scene, exfil: Exfil, kind: str
+) -> None:
+    """Issue 30: kdev reviews as an App; the reviewer is told where the private key and
+    the shared installation token are kept, and finds neither."""
+    from engine.github.tokencache import TokenCache
+    from tests.appkit import install_app
+    from wrapper.leakscan import app_secrets
+
+    app = install_app(scene.sim, scene.root / "github")
+    cache = scene.root / "state" / "app-token.json"
+    scene.env.pop("GITHUB_TOKEN")
+    scene.env.update(
+        GITHUB_APP_ID=str(app.app.id),
+        GITHUB_APP_PRIVATE_KEY_FILE=str(app.key_file),
+        GITHUB_APP_INSTALLATION_ID=str(app.installation.id),
+        GITHUB_APP_TOKEN_CACHE=str(cache),
+        HOSTILE_SECRET_FILES=f"{app.key_file},{cache}",
+    )
+    before = (scene.checkout / ".git" / "config").read_text()
+    write_config(scene, exfil, "none", **(FALLBACK if kind == "fallback" else {}))
+    result = scene.kdev(*scene.review_args(), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outcome"] == "reviewed"
+    token = TokenCache(cache).read()
+    assert token is not None and token.token.startswith("ghs_")
+    secrets = app_secrets(scene.env)
+    assert token.token in secrets and len(secrets) > 10  # the token and the key's lines
+    [loot] = exfil.bodies
+    harvest = json.loads(loot)
+    assert str(app.key_file) in harvest["files"]  # it did look where they are
+    assert find_leak(loot.decode(), secrets) is None
+    assert "PRIVATE KEY" not in loot.decode() and "ghs_" not in loot.decode()
+    assert all(v != "written" for v in harvest["planted"].values()), harvest["planted"]
+    assert (scene.checkout / ".git" / "config").read_text() == before
+    bot = [c for c in scene.sim.comments(REPO) if c.user.login == f"{app.app.slug}[bot]"]
+    assert len(bot) == 1
+    everything = [c.body for c in bot] + verdict_texts(scene) + [notifications(scene)]
+    assert find_leak([*everything, result.stderr, result.stdout], secrets) is None

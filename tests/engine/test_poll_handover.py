@@ -99,3 +99,27 @@ def test_a_systemd_credential_directory_is_named_only_when_it_holds_the_token(
         "GITHUB_API_URL": "https://api.github.com",  # the default, handed over too
         "CREDENTIALS_DIRECTORY": str(tmp_path),
     }
+
+
+def test_with_a_github_app_the_command_gets_its_names_and_no_secret(tmp_path: Path) -> None:
+    """Issue 30: the App's id, the key file's and the token cache's names, the
+    installation; never the key or a token (D100)."""
+    from engine.config import Settings
+
+    key = tmp_path / "app.pem"
+    environ = {
+        "GITHUB_API_URL": "https://api.github.com",
+        "GITHUB_APP_ID": "123456",
+        "GITHUB_APP_PRIVATE_KEY_FILE": str(key),
+        "GITHUB_APP_INSTALLATION_ID": "42",
+        "GITHUB_APP_TOKEN_CACHE": str(tmp_path / "cache.json"),
+        "CREDENTIALS_DIRECTORY": str(tmp_path),
+    }
+    handed = github_environment(Settings.from_env(environ), environ)
+    assert handed == {
+        "GITHUB_API_URL": "https://api.github.com",
+        "GITHUB_APP_ID": "123456",
+        "GITHUB_APP_PRIVATE_KEY_FILE": str(key),
+        "GITHUB_APP_INSTALLATION_ID": "42",
+        "GITHUB_APP_TOKEN_CACHE": str(tmp_path / "cache.json"),
+    }

@@ -275,3 +275,40 @@ def test_the_proxy_key_is_a_known_secret_whatever_its_name() -> None:
     )
     found = known_secrets(config, {"UPSTREAM_PASS": "pass-for-the-upstream-1234"})
     assert "pass-for-the-upstream-1234" in found
+
+
+def test_github_token_and_private_key_shapes_are_refused_whoever_owns_them() -> None:
+    """Issue 30: a ``ghs_`` installation token or a PEM private key nobody told kdev of."""
+    assert find_leak("see ghs_" + "A1b2C3d4" * 5, []) == "shape"
+    assert find_leak("github_pat_" + "x1" * 20, ["unrelated-secret"]) == "shape"
+    assert find_leak("-----BEGIN RSA PRIVATE KEY-----\nMIIE...", []) == "shape"
+    assert find_leak("-----BEGIN PRIVATE KEY-----", []) == "shape"
+    assert find_leak("-----BEGIN PUBLIC KEY-----\nMIIB", []) is None
+    assert find_leak("the ghs_ prefix marks installation tokens; ghs_short", []) is None
+    with pytest.raises(LedgerError) as caught:
+        refuse_leak("token: ghs_" + "Z9" * 18, [], "the review comment")
+    assert caught.value.reason == "secret_leak" and "ghs_" not in str(caught.value)
+
+
+def test_an_app_token_and_its_private_key_lines_are_known_secrets(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from engine.github.tokencache import CachedToken, TokenCache
+    from tests.appkit import key_pair
+
+    cache = TokenCache(tmp_path / "state" / "token.json")
+    token = "ghs_" + "Q7" * 18
+    cache.write(CachedToken(token, datetime(2030, 1, 1, tzinfo=UTC), 5))
+    key = tmp_path / "app.pem"
+    key.write_text(key_pair().private, encoding="ascii")
+    environ = {
+        "GITHUB_APP_TOKEN_CACHE": str(cache.path),
+        "GITHUB_APP_PRIVATE_KEY_FILE": str(key),
+    }
+    secrets = known_secrets(KdevConfig.model_validate({}), environ)
+    assert token in secrets
+    line = key_pair().private.splitlines()[3]
+    assert find_leak(f"a line of it: {line[::-1]}", secrets) == "reversed"
+    first = key_pair().private.splitlines()[1]
+    assert find_leak(b64(first, "q"), secrets) == "base64"
+    assert known_secrets(KdevConfig.model_validate({}), {"GITHUB_APP_TOKEN_CACHE": "/nope"}) == []

@@ -441,3 +441,48 @@ def test_the_wrapper_uses_only_the_public_api_of_engine_triggers() -> None:
             ):
                 offending.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offending == []
+
+
+def test_as_a_github_app_the_bot_posts_and_its_own_comment_is_still_skipped(
+    bench: Bench,
+) -> None:
+    """Issue 30: the round's comment comes from the App's bot, neutralised as before, its
+    id recorded, and the bot's comment fired back at kdev is skipped (the self-loop rule
+    needs no login, so nothing changed for it)."""
+    from engine.github import github_client
+    from tests.appkit import install_app
+
+    app = install_app(bench.sim, bench.root)
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(bench.root),
+        "PYTHONPATH": str(ROOT),
+        "GITHUB_API_URL": bench.sim.url,
+        "GITHUB_APP_ID": str(app.app.id),
+        "GITHUB_APP_PRIVATE_KEY_FILE": str(app.key_file),
+        "GITHUB_APP_REPOSITORY": REPO,
+        "GITHUB_APP_TOKEN_CACHE": str(bench.root / "state" / "token.json"),
+    }
+    config = mention_config(
+        bench, reviewer=loud_reviewer(bench), notify=[{"type": "github-comment"}]
+    )
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+
+    def review(comment_id: int | None = None) -> Any:
+        with github_client(Settings.from_env(environ), record_rates=False) as client:
+            ctx = ReviewContext(
+                config=config, ledger=bench.ledger(), github=client, environ=environ
+            )
+            head = bench.sim.pull(REPO, pr.number).head_sha
+            request = ReviewRequest(
+                repo=REPO, pr=pr.number, head_sha=head, checkout=bench.checkout,
+                comment_id=comment_id,
+            )  # fmt: skip
+            return review_pr(request, ctx)
+
+    assert review().outcome is Outcome.REVIEWED
+    [comment] = [c for c in bench.sim.comments(REPO) if c.user.login == "kdev-review[bot]"]
+    assert comment.user.type == "Bot" and find_mention(comment.body, HANDLE) is None
+    assert comment.id in bench.ledger().posted_comment_ids(REPO)
+    assert review(comment_id=comment.id).outcome is Outcome.SKIPPED_SELF_COMMENT
+    assert posted_by_kdev(bench) == []  # nothing came from the token's user

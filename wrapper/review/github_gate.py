@@ -8,6 +8,8 @@ Metadata that cannot be read fails the run (:class:`~wrapper.errors.GitHubFailed
   that cannot see a private repository): the token is wrong, revoked or lacks access;
 - ``github_unavailable``: 5xx, a timeout or another network failure, a rate limit, or
   any other unexpected status;
+- a GitHub App's own reason (``app_key_rejected``, ``app_clock_skew``,
+  ``app_installation_suspended``, ``app_not_installed``, ``app_key_unreadable``);
 - ``github_malformed``: an answer kdev cannot parse, or one past the client's bounds
   (``body_too_large``, ``redirect_refused``; a ``request_deadline`` is unavailable).
 
@@ -18,6 +20,7 @@ repository, or a null head repository (a deleted fork).
 from __future__ import annotations
 
 from engine.github import GitHubClient, GitHubError, GitHubMalformedPayload, PullRequest
+from engine.github.appconfig import APP_AUTH_REASONS
 from wrapper.errors import GitHubFailed
 from wrapper.gh import get_pull
 
@@ -27,7 +30,10 @@ GITHUB_MALFORMED = "github_malformed"
 
 
 def github_failure_reason(exc: GitHubError) -> str:
-    """The wrapper reason code for a failed metadata read."""
+    """The wrapper reason code for a failed metadata read; a GitHub App's refusal keeps
+    its own (``app_key_rejected``, ``app_clock_skew``, ... engine.github.appauth)."""
+    if exc.reason in APP_AUTH_REASONS:
+        return exc.reason
     if isinstance(exc, GitHubMalformedPayload):  # body_too_large, redirect_refused too
         return GITHUB_MALFORMED
     if exc.reason in ("auth_error", "not_found") or exc.status in (401, 403, 404):
