@@ -4,9 +4,9 @@ The table is issue 29's (docs/priorities.md, "The table"): a marker either **blo
 (``P1``/``P2``: the loop must fix it before it exits), is **optional** (``P3``), or
 leaves the decision to the **content** of the comment (:data:`CONTENT`), as Gemini's
 ``![medium]`` and Claude's ``⚠️`` do. Each vendor's scale is mapped into that table:
-its top levels block, its middle level is read by content, its bottom levels are P3. Codex's P0-P3 are
-defined by its own review prompt (P2 "Normal", a medium level: content; D108), and
-Greptile's badges are read the same way.
+its top levels block, its middle level is read by content, its bottom levels are P3.
+Codex's P0-P3 are defined by its own review prompt (P2 "Normal", a medium level: content;
+D108), and Greptile's badges are read the same way.
 A marker is recognised whoever wrote the comment (a human may paste a bot's badge).
 """
 
