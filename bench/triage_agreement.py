@@ -5,9 +5,11 @@ What the loop acts on is one bit, whether a finding blocks the exit (P1/P2) or n
 so the goal (issue 29) is **blocking agreement >= 95 %**, with every human-blocking
 comment the classifier reads as non-blocking listed (goal 0). Also printed: exact
 P-level agreement, the blocking confusion matrix per vendor, the P-level confusion
-matrix, which rules decided, and two baselines measured in the same run: the previous
-classifier (issue 17's "an explicit marker always wins", read from git at
-:data:`BASELINE_COMMIT`) and "every comment blocks".
+matrix, which rules decided, and baselines measured in the same run: the classifiers
+before this one, read from git (:data:`BASELINES`: issue 17's "an explicit marker always
+wins", and issue 29's before D108 re-read Codex's and Greptile's P2), and "every comment
+blocks". The **held-out batch** (``labelled`` :data:`HELD_OUT`, D108: labels committed
+before this classifier ever read those comments) is reported on its own as well.
 
 ``python -m bench --only triage`` or ``python -m bench.triage_agreement``.
 """
@@ -28,6 +30,9 @@ from wrapper.authorloop.triage import triage
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "bot_comments.json"
 BASELINE_COMMIT = "8b3ceec"  # the last commit with issue 17's classifier
+BEFORE_D108 = "55e695c"  # issue 29's classifier before D108 (Codex/Greptile P2 decisive)
+BASELINES = {BASELINE_COMMIT: "issue 17's classifier", BEFORE_D108: "issue 29's before D108"}
+HELD_OUT = "held-out (D108)"
 GOAL = 0.95
 LEVELS = ("P1", "P2", "P3")
 
@@ -123,16 +128,27 @@ def previous_classifier(commit: str = BASELINE_COMMIT) -> Callable[[str], str] |
     return lambda body: str(classify(body).value)
 
 
+def _baselines(samples: Sequence[dict[str, Any]]) -> dict[str, float | str]:
+    baselines: dict[str, float | str] = {"every comment blocks": _rate(samples, lambda _: True)}
+    for commit, what in BASELINES.items():
+        name = f"{what} ({commit})"
+        previous = previous_classifier(commit)
+        if isinstance(previous, str):
+            baselines[name] = previous
+        else:
+            baselines[name] = _rate(samples, lambda body, old=previous: old(body) != "P3")
+    return baselines
+
+
 def measure(path: Path = CORPUS) -> Agreement:
     samples = load(path)
-    baselines: dict[str, float | str] = {"every comment blocks": _rate(samples, lambda _: True)}
-    previous = previous_classifier()
-    if isinstance(previous, str):
-        baselines[f"previous classifier ({BASELINE_COMMIT})"] = previous
-    else:
-        name = f"previous classifier ({BASELINE_COMMIT})"
-        baselines[name] = _rate(samples, lambda body: previous(body) != "P3")
-    return Agreement(read_all(samples), baselines)
+    return Agreement(read_all(samples), _baselines(samples))
+
+
+def held_out(result: Agreement) -> Agreement:
+    """The held-out batch alone, with the baselines measured on it."""
+    reads = [r for r in result.reads if r.sample["labelled"] == HELD_OUT]
+    return Agreement(reads, _baselines([r.sample for r in reads]) if reads else {})
 
 
 def _pct(part: int, whole: int) -> str:
@@ -169,30 +185,38 @@ def _listing(title: str, reads: Sequence[Read]) -> list[str]:
     return rows
 
 
-def report(result: Agreement) -> list[str]:
+def _section(title: str, result: Agreement, *, rounds: bool) -> list[str]:
     reads = result.reads
     total = len(reads)
     vendors = len({r.sample["bot"] for r in reads})
     met = "met" if result.rate >= GOAL else "NOT met"
     lines = [
-        f"triage agreement on {total} real review comments from {vendors} vendors "
-        f"(tests/data/bot_comments.json)",
+        f"{title}: {total} real review comments from {vendors} vendors",
         f"  blocking agreement: {_pct(result.blocking, total)}  goal >= {GOAL:.0%}: {met}",
     ]
     for name, value in result.baselines.items():
         shown = value if isinstance(value, str) else f"{value:.1%}"
         lines.append(f"    baseline, {name}: {shown}")
     lines.append(f"  exact P-level agreement: {_pct(result.exact, total)}")
-    for label in sorted({str(r.sample["labelled"]) for r in reads}):
+    for label in sorted({str(r.sample["labelled"]) for r in reads}) if rounds else ():
         part = [r for r in reads if r.sample["labelled"] == label]
         agree = sum(r.blocks == r.human_blocks for r in part)
         lines.append(f"    labelled in {label}: blocking {_pct(agree, len(part))}")
     lines += _vendor_rows(reads) + _level_rows(reads)
     kinds = Counter(r.rule.split(":")[0] for r in reads)
     lines.append("  decided by: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
-    missed = result.missed
-    lines += _listing("human-blocking read as non-blocking (goal 0)", missed)
+    lines += _listing("human-blocking read as non-blocking (goal 0)", result.missed)
     lines += _listing("human-non-blocking read as blocking", result.extra)
+    return lines
+
+
+def report(result: Agreement) -> list[str]:
+    lines = _section(
+        "triage agreement, whole corpus (tests/data/bot_comments.json)", result, rounds=True
+    )
+    held = held_out(result)
+    if held.reads:
+        lines += _section(f"held-out batch (labelled {HELD_OUT!r})", held, rounds=False)
     return lines
 
 

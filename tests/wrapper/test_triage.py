@@ -187,9 +187,7 @@ MARKER_CASES = [
     ("![low](https://www.gstatic.com/codereviewagent/low-priority.svg) data loss", "P3"),
     ("### Typo in log\n\n**Low Severity**\n\nA crash message is misspelled.", "P3"),
     ("**<sub><sub>![P1 Badge](https://img.shields.io/badge/P1-orange)</sub></sub> X**", "P1"),
-    ("**<sub><sub>![P2 Badge](https://img.shields.io/badge/P2-yellow)</sub></sub> X**", "P2"),
     ("**<sub><sub>![P3 Badge](https://img.shields.io/badge/P3-blue)</sub></sub> X**", "P3"),
-    ('<img alt="P2" src="https://greptile-static-assets.s3.amazonaws.com/badges/p2.svg"> x', "P2"),
     ("<h3>Greptile Summary</h3>\n\nConfidence Score: 2/5\n\nThe PR is not safe to merge.", "P2"),
     ("[nitpick] The variable name could be clearer; it will fail nothing.", "P3"),
     ("🔴 **Important**: the lock is taken twice.", "P2"),
@@ -229,7 +227,41 @@ CONTENT_CASES = [
         "data-loss",
     ),
     ("⚠️ The new flag name is a breaking change for every existing cron entry.", "P1", "breaking"),
+    # Codex's P2 ("Normal. To be fixed eventually", its own review prompt) and Greptile's P2
+    # are medium levels (D108); the badge's own URL ("?style=flat") is not read as words.
+    (
+        "**<sub><sub>![P2 Badge](https://img.shields.io/badge/P2-yellow?style=flat)</sub></sub>"
+        "  Rename the helper**\n\nThe name `tmp2` says nothing.",
+        "P3",
+        "style",
+    ),
+    (
+        "**<sub><sub>![P2 Badge](https://img.shields.io/badge/P2-yellow?style=flat)</sub></sub>"
+        "  Guard the empty list**\n\nAn empty list raises an IndexError here.",
+        "P2",
+        "correctness",
+    ),
+    (
+        '<img alt="P2" src="https://greptile-static-assets.s3.amazonaws.com/badges/p2.svg?v=9"> '
+        "**Typo in the log line**",
+        "P3",
+        "style",
+    ),
 ]
+
+
+def test_a_p2_badge_alone_is_ambiguous_not_optional() -> None:
+    # With no words to read, a Codex or Greptile P2 is the first-round default (P2), never
+    # P3: the medium level lets the content decide, and no content decides nothing.
+    for body in (
+        # The badge as Codex posts it: "?style=flat" in its URL must not read as "style".
+        "**<sub><sub>![P2 Badge](https://img.shields.io/badge/P2-yellow?style=flat)</sub></sub>"
+        "  Handle the second mount**\n\nClosing one of two mounts tears down the other.",
+        '<img alt="P2" src="https://greptile-static-assets.s3.amazonaws.com/badges/p2.svg"> x',
+    ):
+        decided = triage(body)
+        assert (decided.priority, decided.rule) == ("P2", "default:first-round-ambiguous")
+        assert triage(body, first_round=False).priority == "P3"
 
 
 @pytest.mark.parametrize(("body", "expected", "category"), CONTENT_CASES)

@@ -3,12 +3,12 @@ rubric in docs/priorities.md (tests/data/bot_comments.json; tests/data/README.md
 the labels were given). The numbers are bench/triage_agreement.py's, computed the same way.
 
 Issue 29's goal is blocking agreement >= 95 % (the one bit the loop acts on: P1/P2 block
-the exit, P3 does not) with no human-blocking comment read as non-blocking. Measured:
-145 of 154 (94.2 %), none missed. The 9 disagreements are all comments the classifier
-blocks and the human does not; 5 of them are decided by a marker that issue 29's table
-makes decisive (Gemini high, CodeRabbit Critical, Codex P1/P2, Greptile P2), so the table
-itself caps agreement at 149 (96.8 %). The test asserts the goal that is met (no missed
-blocker), the measured agreement as a floor, and states the 95 % gap (D97).
+the exit, P3 does not) with no human-blocking comment read as non-blocking. Neither is met
+(D108). Measured on the whole corpus (196): 168 (85.7 %), 8 human-blocking comments read
+as non-blocking; on the held-out batch (42, labels committed before this classifier read
+them): 25 (59.5 %), 5 of the 8 missed. The test asserts the measured numbers as floors
+(agreement no lower, no more missed blockers, and exactly the known ones), and that the
+goal's status is reported as not met, so a change in either direction shows here.
 """
 
 from __future__ import annotations
@@ -22,11 +22,23 @@ from typing import Any
 
 import pytest
 
-from bench.triage_agreement import GOAL, Agreement, load, read_all
+from bench.triage_agreement import GOAL, HELD_OUT, Agreement, load, read_all
 from wrapper.authorloop.triage import Basis, triage
 
 REAL: list[dict[str, Any]] = load()
-MEASURED_BLOCKING = 145  # of 154; see the module docstring
+MEASURED_BLOCKING = 168  # of 196; see the module docstring
+MEASURED_HELD_OUT = 25  # of 42
+# The human-blocking comments the classifier reads as non-blocking (D108); goal: none.
+KNOWN_MISSED = {
+    "https://github.com/D-sorganization/UpstreamDrift/pull/3387#discussion_r3154486121",
+    "https://github.com/D-sorganization/UpstreamDrift/pull/4973#discussion_r3214013231",
+    "https://github.com/D-sorganization/UpstreamDrift/pull/3247#discussion_r3141362698",
+    "https://github.com/NVIDIA/NVFlare/pull/5288#discussion_r4001437659",
+    "https://github.com/NVIDIA/NVFlare/pull/5274#pullrequestreview-5143184508",
+    "https://github.com/Phazzie/meechiescoloringbook/pull/127#discussion_r3356058154",
+    "https://github.com/Phazzie/meechiescoloringbook/pull/127#discussion_r3356067507",
+    "https://github.com/Phazzie/meechiescoloringbook/pull/127#discussion_r3356080425",
+}
 COMMENT_URL = re.compile(
     r"^https://github\.com/[\w.-]+/[\w.-]+/pull/\d+#(?:discussion_r|issuecomment-|"
     r"pullrequestreview-)\d+$"
@@ -43,7 +55,7 @@ def test_every_real_sample_names_its_source_and_a_label() -> None:
         assert sample["human"] in ("P1", "P2", "P3") and sample["why"]
         # Blocking is P1 or P2 by the rubric's definition, never a label of its own.
         assert sample["blocking"] is (sample["human"] in ("P1", "P2"))
-        assert sample["labelled"] in ("issue 17", "issue 29")
+        assert sample["labelled"] in ("issue 17", "issue 29", HELD_OUT)
 
 
 def test_the_issue_29_samples_link_the_comment_itself() -> None:
@@ -54,6 +66,14 @@ def test_the_issue_29_samples_link_the_comment_itself() -> None:
         if not COMMENT_URL.match(sample["source"]):
             assert sample["comment"] in sample["source"], sample["source"]
     assert len({s["comment"] for s in REAL}) == len(REAL), "a comment is in the corpus twice"
+
+
+def test_the_held_out_batch_links_each_comment_and_spans_six_bots() -> None:
+    held = [s for s in REAL if s["labelled"] == HELD_OUT]
+    assert len(held) >= 40 and len({s["bot"] for s in held}) >= 6
+    for sample in held:
+        assert COMMENT_URL.match(sample["source"]), sample["source"]
+        assert sample["comment"] == sample["source"]
 
 
 def test_the_corpus_size_and_vendors() -> None:
@@ -70,18 +90,24 @@ def agreement() -> Agreement:
     return Agreement(read_all(REAL))
 
 
-def test_no_human_blocking_comment_is_read_as_non_blocking(agreement: Agreement) -> None:
-    missed = [(r.sample["source"], r.rule) for r in agreement.missed]
-    assert missed == []
+def test_no_human_blocking_comment_is_missed_beyond_the_known_ones(agreement: Agreement) -> None:
+    # The goal (none missed) is NOT met: these 8 are read as non-blocking (D108). A new
+    # miss fails here; a fixed one fails too, so that this list and the docs stay true.
+    missed = {r.sample["source"] for r in agreement.missed}
+    assert missed == KNOWN_MISSED
 
 
 def test_blocking_agreement_with_the_human_labels(agreement: Agreement) -> None:
     print(f"blocking agreement {agreement.blocking}/{len(REAL)} = {agreement.rate:.1%}")
     assert agreement.blocking >= MEASURED_BLOCKING
-    # The goal is not met by 2 comments (147 of 154 would be); say so if that changes.
-    assert (agreement.rate >= GOAL) is (agreement.blocking >= 147)
-    table_decided = [r for r in agreement.extra if r.rule.startswith("marker:")]
-    assert len(agreement.extra) - len(table_decided) <= 4
+    # The 95 % goal needs 187 of 196; it is not met, and the rate says so.
+    assert agreement.rate < GOAL and agreement.blocking < 187
+
+
+def test_blocking_agreement_on_the_held_out_batch(agreement: Agreement) -> None:
+    held = Agreement([r for r in agreement.reads if r.sample["labelled"] == HELD_OUT])
+    print(f"held-out blocking agreement {held.blocking}/{len(held.reads)} = {held.rate:.1%}")
+    assert len(held.reads) == 42 and held.blocking >= MEASURED_HELD_OUT
 
 
 @pytest.mark.parametrize("sample", REAL, ids=[f"{i}-{s['bot']}" for i, s in enumerate(REAL)])
@@ -91,9 +117,12 @@ def test_every_sample_says_which_rule_decided(sample: dict[str, Any]) -> None:
     assert kind in ("marker", "content", "summary", "default") and (detail or kind == "summary")
     if sample["human"] == "P1":
         assert decided.priority != "P3"
-    # A body with a severity badge is decided by it, never by content.
-    if "Badge](" in sample["body"] or "codereviewagent/high" in sample["body"]:
+    # A body with a decisive badge is decided by it, never by content; a Codex P2 badge
+    # is a medium level, read by content (D108).
+    if re.search(r"P[01] Badge\]\(|codereviewagent/high", sample["body"]):
         assert decided.basis == Basis.MARKER
+    elif "P2 Badge](" in sample["body"]:
+        assert decided.basis != Basis.MARKER and decided.marker == "codex-p2: ![P2 Badge]"
 
 
 @pytest.mark.parametrize(
@@ -106,7 +135,10 @@ def test_the_bench_commands_print_the_agreement(argv: list[str]) -> None:
         [sys.executable, *argv], cwd=root, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert f"blocking agreement: {MEASURED_BLOCKING}/154 = 94.2%" in done.stdout
-    assert "human-blocking read as non-blocking (goal 0): 0" in done.stdout
-    # 83.1 % where git has the commit; a shallow clone prints why it cannot say.
-    assert "baseline, previous classifier (8b3ceec): " in done.stdout
+    assert f"blocking agreement: {MEASURED_BLOCKING}/196 = 85.7%" in done.stdout
+    assert f"blocking agreement: {MEASURED_HELD_OUT}/42 = 59.5%" in done.stdout
+    assert "human-blocking read as non-blocking (goal 0): 8" in done.stdout
+    assert "held-out batch (labelled 'held-out (D108)'): 42 real review comments" in done.stdout
+    # The rates where git has the commits; a shallow clone prints why it cannot say.
+    assert "baseline, issue 17's classifier (8b3ceec): " in done.stdout
+    assert "baseline, issue 29's before D108 (55e695c): " in done.stdout

@@ -30,6 +30,7 @@ from wrapper.authorloop.triage_content import read_content
 from wrapper.authorloop.triage_markers import (
     BOILERPLATE,
     CONTENT,
+    IMAGES,
     KIND_CAP,
     SUMMARY,
     Marker,
@@ -146,7 +147,7 @@ def _by_marker(text: str, decisive: list[Marker]) -> Triage:
 def _by_content(text: str, markers: list[Marker], first_round: bool) -> Triage:
     """The content rubric; ambiguous content gets the first-round default."""
     hint = f"{markers[0].name}: {markers[0].matched}" if markers else None
-    verdict = read_content(BOILERPLATE.sub(" ", text))
+    verdict = read_content(IMAGES.sub(" ", BOILERPLATE.sub(" ", text)))
     if verdict.priority is not None:
         return Triage(
             Priority(verdict.priority), Basis.CONTENT, hint, f"content:{verdict.category}"

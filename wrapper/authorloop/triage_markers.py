@@ -4,8 +4,9 @@ The table is issue 29's (docs/priorities.md, "The table"): a marker either **blo
 (``P1``/``P2``: the loop must fix it before it exits), is **optional** (``P3``), or
 leaves the decision to the **content** of the comment (:data:`CONTENT`), as Gemini's
 ``![medium]`` and Claude's ``⚠️`` do. Each vendor's scale is mapped into that table:
-its top levels block, its middle level is read by content, its bottom levels are P3; a
-vendor that writes P0-P3 speaks the loop's own scale (P0/P1 -> P1, P2 -> P2, P3 -> P3).
+its top levels block, its middle level is read by content, its bottom levels are P3.
+Codex's P0-P3 are defined by its own review prompt (P2 "Normal", a medium level: content;
+D108), and Greptile's badges are read the same way.
 A marker is recognised whoever wrote the comment (a human may paste a bot's badge).
 """
 
@@ -62,7 +63,11 @@ def _rule(
 _GEMINI = {"critical": P1, "high": P2, "medium": CONTENT, "low": P3}
 _CODERABBIT = {"critical": P1, "major": P2, "minor": P3, "trivial": P3, "info": P3}
 _BUGBOT = {"high": P1, "medium": CONTENT, "low": P3}
-_P_BADGE = {"p0": P1, "p1": P1, "p2": P2, "p3": P3}
+# Codex's own review prompt defines its scale: P0 "Drop everything to fix", P1 "Urgent",
+# P2 "Normal. To be fixed eventually", P3 "Low. Nice to have" (docs/priorities.md, D108).
+# So P0/P1 block, P2 is a medium level read by content (as Gemini's medium), P3 is P3.
+# Greptile's badges use the same words with no definition of their own (D108).
+_P_BADGE = {"p0": P1, "p1": P1, "p2": CONTENT, "p3": P3}
 
 RULES: tuple[MarkerRule, ...] = (
     # CodeRabbit: "_⚠️ Potential issue_ | _🔴 Critical_", "_🟠 Major_", "_🟡 Minor_",
@@ -158,6 +163,10 @@ BOILERPLATE = re.compile(
     r"PR Reviewer Guide|PR Code Suggestions",
     re.IGNORECASE,
 )
+
+# Images are not words: a badge's own URL ("...badge/P2-yellow?style=flat") would read as
+# "style" (D108), so images and their markup are removed before the content is read.
+IMAGES = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>", re.IGNORECASE)
 
 # A CodeRabbit inline comment whose header names a kind that is not a defect caps the
 # comment at P3 whatever severity pill rides along ("_🛠️ Refactor suggestion_ |
