@@ -178,14 +178,18 @@ def _views(text: str) -> list[str]:
     return [text, decoded, _ESCAPE_PREFIXES.sub("", text)]
 
 
-def find_leak(texts: str | Iterable[str], secrets: Iterable[str]) -> str | None:
+def find_leak(
+    texts: str | Iterable[str], secrets: Iterable[str], *, shapes: bool = True
+) -> str | None:
     """The form (``raw``, ``interleaved``, ``reversed``, ``base64``, ``base32``, ``hex``,
     ``decimal``, ``octal``, ``url``, ``rot13``, ``caesar``, ``split``) in which some
     secret appears in ``texts``, or ``shape`` for a token or private key of any owner
-    (module doc), or None. Never returns the secret."""
+    (module doc), or None. Never returns the secret. ``shapes=False`` looks for the given
+    secrets only: for text that may rightly hold token-shaped examples, as what a test's
+    hostile reviewer read of this project's own files does."""
     values = [s for s in dict.fromkeys(secrets) if s and len(s) >= MIN_SECRET_LENGTH]
     for text in [texts] if isinstance(texts, str) else list(texts):
-        if _SHAPES.search(text):
+        if shapes and _SHAPES.search(text):
             return "shape"
         if not values:
             continue

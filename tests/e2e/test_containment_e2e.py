@@ -205,7 +205,9 @@ def assert_contained(scene: Scene, exfil: Exfil, config_before: str) -> None:
     harvest = json.loads(loot)
     assert harvest["env"]["HOME"] == "/home/reviewer"  # it did run, in the sandbox
     assert len(harvest["proc"]) > 2 and harvest["files"]  # and it did look around
-    assert find_leak(loot.decode(), [scene.token]) is None
+    # shapes=False: what it read may rightly hold token-shaped examples (this project's
+    # own test files, bound in with the interpreter of an editable install).
+    assert find_leak(loot.decode(), [scene.token], shapes=False) is None
     assert scene.token[4:20] not in loot.decode()
     assert all(v != "written" for v in harvest["planted"].values()), harvest["planted"]
     assert (scene.checkout / ".git" / "config").read_text() == config_before
@@ -321,7 +323,7 @@ def test_the_root_fallback_contains_the_hostile_reviewer_too(scene: Scene, exfil
     [loot] = exfil.bodies
     harvest = json.loads(loot)
     assert harvest["env"]["HOME"] != scene.env["HOME"]  # a private HOME, not kdev's
-    assert find_leak(loot.decode(), [scene.token]) is None
+    assert find_leak(loot.decode(), [scene.token], shapes=False) is None
     assert all(v != "written" for v in harvest["planted"].values()), harvest["planted"]
     assert (scene.checkout / ".git" / "config").read_text() == before
     assert scene.wait_until_gone() == []  # the daemon went with the reviewer (reaper)
@@ -378,7 +380,7 @@ def proxied_review(scene: Scene, upstream: FakeUpstream, key: str) -> tuple[dict
     [seen] = upstream.seen
     assert seen.headers["x-api-key"] == key and "authorization" not in seen.headers
     loot = seen.body.decode()
-    assert find_leak(loot, [key, scene.token]) is None
+    assert find_leak(loot, [key, scene.token], shapes=False) is None
     assert key[7:23] not in loot and scene.token[4:20] not in loot
     harvest = json.loads(loot)
     assert harvest["env"]["ANTHROPIC_API_KEY"] == "kdev-proxy"
@@ -420,7 +422,7 @@ def test_behind_the_proxy_in_the_root_fallback_the_hostile_reviewer_finds_no_key
     assert harvest["attacks"]["direct_upstream"] == "connected"
     assert harvest["exfil"] == "sent"
     # ...but no key in what it sent anywhere, and no memory of kdev's to read.
-    assert find_leak([b.decode() for b in exfil.bodies], [key, scene.token]) is None
+    assert find_leak([b.decode() for b in exfil.bodies], [key, scene.token], shapes=False) is None
     kdev_mem = [v for v in harvest["attacks"]["mem"].values() if v == "<PermissionError>"]
     assert kdev_mem
 
@@ -457,8 +459,13 @@ def test_as_a_github_app_the_hostile_reviewer_finds_neither_key_nor_installation
     [loot] = exfil.bodies
     harvest = json.loads(loot)
     assert str(app.key_file) in harvest["files"]  # it did look where they are
-    assert find_leak(loot.decode(), secrets) is None
-    assert "PRIVATE KEY" not in loot.decode() and "ghs_" not in loot.decode()
+    assert find_leak(loot.decode(), secrets, shapes=False) is None
+    # Not the words "PRIVATE KEY" or "ghs_": this project's own test files, which an
+    # editable install binds in with its interpreter, hold examples of both.
+    assert token.token[4:20] not in loot.decode()
+    assert not [
+        line for line in app.key_file.read_text().splitlines()[1:-1] if line in loot.decode()
+    ]
     assert all(v != "written" for v in harvest["planted"].values()), harvest["planted"]
     assert (scene.checkout / ".git" / "config").read_text() == before
     bot = [c for c in scene.sim.comments(REPO) if c.user.login == f"{app.app.slug}[bot]"]
