@@ -245,7 +245,11 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     # round is planned per reviewer here, every reviewer leg counted (D95).
     from wrapper.review.chunked_leg import plan_or_defer
     from wrapper.review.leg import prompt_input, run_leg
+    from wrapper.review.size_first import defer_undecoded
 
+    early = defer_undecoded(ctx, req, pr, pr_url, patch_id, info)  # never decoded (D111)
+    if early is not None:
+        return early
     excluded = info.exclusions.excluded if info.exclusions is not None else ()
     reviewed = replace(
         prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
