@@ -155,6 +155,12 @@ def sections(diff: Text) -> Iterator[_Section]:
         yield _Section(path, start, header_end, hunks, end)
 
 
+def _hunk_header(diff: Text, start: int, end: int) -> re.Match[str] | re.Match[bytes] | None:
+    if isinstance(diff, str):
+        return _HUNK_HEADER.match(diff, start, end)
+    return _HUNK_HEADER_BYTES.match(diff, start, end)
+
+
 def _split_hunk(
     diff: Text, start: int, end: int, room: int, path: str
 ) -> list[tuple[Piece, int]] | ChunkRefusal:
@@ -165,8 +171,7 @@ def _split_hunk(
         return [(Piece(start, end), tokens)]
     newline, backslash, signs = _lit(diff, "\n"), _lit(diff, "\\"), _lit(diff, " -\n")
     line_end = diff.find(newline, start, end)
-    pattern = _HUNK_HEADER if isinstance(diff, str) else _HUNK_HEADER_BYTES
-    found: Any = pattern.match(diff, start, end if line_end == -1 else line_end)  # type: ignore[arg-type]
+    found = _hunk_header(diff, start, end if line_end == -1 else line_end)
     if found is None or line_end == -1:
         raise DiffError(diff.count(newline, 0, start) + 1, "a malformed hunk header")
     zero = _lit(diff, "0")
