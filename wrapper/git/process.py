@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import IO
 
@@ -150,9 +150,33 @@ class GitProcess:
         reason: str = "git_failed",
         what: str | None = None,
         env: Mapping[str, str] | None = None,
+        to_file: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
         """Runs ``git <config> args``; an exit code outside ``ok_codes`` raises ``error``.
-        ``env`` adds variables for this call only (a throwaway ``GIT_INDEX_FILE``)."""
+        ``env`` adds variables for this call only (a throwaway ``GIT_INDEX_FILE``).
+        ``to_file``: git writes its output to an anonymous file, read back as one bytes
+        object (a pipe's output is gathered in pieces then joined: two copies of a large
+        diff at once, D111)."""
+        with tempfile.TemporaryFile() if to_file else nullcontext() as sink:
+            result = self._run_into(args, stdin, env, what, error, reason, sink)
+            if sink is not None:
+                sink.seek(0)
+                result.stdout = sink.read()
+        if result.returncode not in ok_codes:
+            label = what or f"git {args[0]}"
+            raise error(f"{label} failed: {last_line(result.stderr)}", reason)
+        return result
+
+    def _run_into(
+        self,
+        args: Sequence[str],
+        stdin: bytes | None,
+        env: Mapping[str, str] | None,
+        what: str | None,
+        error: type[KdevError],
+        reason: str,
+        sink: IO[bytes] | None,
+    ) -> subprocess.CompletedProcess[bytes]:
         argv = ["git", *GIT_CONFIG_ARGS, *args]
         label = what or f"git {args[0]}"
         try:
@@ -161,7 +185,7 @@ class GitProcess:
                 cwd=self.repo_dir,
                 env=self._env if env is None else {**self._env, **env},
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
+                stdout=subprocess.PIPE if sink is None else sink,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
@@ -180,10 +204,7 @@ class GitProcess:
         except BaseException:
             self._kill_group(proc)
             raise
-        result = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
-        if result.returncode not in ok_codes:
-            raise error(f"{label} failed: {last_line(stderr)}", reason)
-        return result
+        return subprocess.CompletedProcess(argv, proc.returncode, stdout or b"", stderr)
 
     @contextmanager
     def _stream(

@@ -86,8 +86,11 @@ def _closing(
     return VERDICT_INSTRUCTION
 
 
-def size_round(ctx: ReviewContext, data: PromptInput) -> SizedRound | None:
-    """The round's plan for ``data`` (its diff whole), or None when no single backend
+def size_round(
+    ctx: ReviewContext, data: PromptInput, raw: bytes | None = None
+) -> SizedRound | None:
+    """The round's plan for ``data`` (its diff whole; ``raw``, the diff's undecoded
+    bytes, instead when given: the same plan, D111), or None when no single backend
     is configured (a roster round, or none: the leg reports that). Raises KdevError with
     the planner's reason when the diff cannot be cut, DiffError when unreadable."""
     reviewer = ctx.config.reviewer
@@ -98,7 +101,8 @@ def size_round(ctx: ReviewContext, data: PromptInput) -> SizedRound | None:
     bare = render_prompt(replace(data, diff=""), ctx.config.prompt_template, closing)
     # The part note's words count too (its file list is in each chunk's own estimate).
     overhead = estimate_tokens(bare) + estimate_tokens(PART_NOTE) + 16
-    return SizedRound(limit, overhead, plan_within(data.diff, limit, overhead))
+    diff = data.diff if raw is None else raw
+    return SizedRound(limit, overhead, plan_within(diff, limit, overhead))
 
 
 def size_roster(ctx: ReviewContext, git: Git, data: PromptInput) -> RosterRound | None:
@@ -131,10 +135,21 @@ def plan_or_defer(
     sized = size_round(ctx, data) or size_roster(ctx, git, data)
     if sized is None:
         return None
+    return defer_too_large(ctx, req, pr_url, patch_id, sized) or sized
+
+
+def defer_too_large(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr_url: str,
+    patch_id: str,
+    sized: SizedRound | RosterRound,
+) -> ReviewReport | None:
+    """The ``diff_too_large`` deferral of ``sized`` above ``max_chunks``, else None."""
     max_chunks = ctx.config.size_policy.max_chunks
     why = sized.too_large(max_chunks)
     if why is None:
-        return sized
+        return None
     count = sized.chunk_count
     reopens = ctx.clock() + WINDOW
     return defer(ctx, req, pr_url, DIFF_TOO_LARGE, count, max_chunks, reopens, patch_id, why=why)

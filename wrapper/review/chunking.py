@@ -11,6 +11,11 @@ refuses the whole plan (``chunk_too_large``): nothing is ever dropped or truncat
 
 Each chunk's estimate (:func:`wrapper.review.sizing.estimate_span`) includes the list
 of the other files' paths, which the leg's prompt names.
+
+The diff may be given as its raw bytes (``git diff`` output, D111): the plan is then the
+same plan, its offsets into the bytes, its estimates those of the bytes' decoding (so a
+deferred round decides its chunk count without ever decoding or copying the diff), and
+a chunk renders by decoding its own slices only.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from wrapper.errors import KdevError
 from wrapper.refusal import Refusal
@@ -28,6 +34,9 @@ CHUNK_TOO_LARGE = "chunk_too_large"
 BUDGET_TOO_SMALL = "budget_too_small"
 _FILE_START = "\ndiff --git "
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HUNK_HEADER_BYTES = re.compile(_HUNK_HEADER.pattern.encode())
+# The diff a plan reads: its text, or its raw bytes (decoded per slice, with replacement).
+Text = str | bytes
 # What a recounted hunk header costs at most ("@@ -N,N +N,N @@" with 10-digit numbers).
 _HEADER_ALLOWANCE = 24
 
@@ -53,11 +62,11 @@ class Part:
     whole: bool
     tokens: int
 
-    def render(self, diff: str) -> str:
-        text = [diff[self.header.start : self.header.end]]
+    def render(self, diff: Text) -> str:
+        text = [_slice(diff, self.header.start, self.header.end)]
         for piece in self.pieces:
             text.append(piece.header or "")
-            text.append(diff[piece.start : piece.end])
+            text.append(_slice(diff, piece.start, piece.end))
         return "".join(text)
 
 
@@ -75,8 +84,9 @@ class Chunk:
     def paths(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(part.path for part in self.parts))
 
-    def render(self, diff: str) -> str:
-        """This chunk's diff text, built from ``diff`` (the string it was planned on)."""
+    def render(self, diff: Text) -> str:
+        """This chunk's diff text, built from ``diff`` (the string or bytes it was
+        planned on)."""
         return "".join(part.render(diff) for part in self.parts)
 
 
@@ -107,19 +117,31 @@ class _Section:
     end: int
 
 
-def _line_ends(diff: str, start: int, end: int, needle: str) -> Iterator[int]:
+def _lit(diff: Text, literal: str) -> Any:
+    """``literal`` in ``diff``'s own type (ASCII, so its bytes when ``diff`` is bytes)."""
+    return literal if isinstance(diff, str) else literal.encode("ascii")
+
+
+def _slice(diff: Text, start: int, end: int) -> str:
+    """``diff[start:end]`` as text (bytes decoded with replacement, as the whole would)."""
+    part = diff[start:end]
+    return part if isinstance(part, str) else part.decode("utf-8", "replace")
+
+
+def _line_ends(diff: Text, start: int, end: int, needle: str) -> Iterator[int]:
     """Offsets just past each ``\\n`` in [start, end) that is followed by ``needle``."""
-    at = diff.find("\n" + needle, start, end)
+    found = _lit(diff, "\n" + needle)
+    at = diff.find(found, start, end)
     while at != -1:
         yield at + 1
-        at = diff.find("\n" + needle, at + 1, end)
+        at = diff.find(found, at + 1, end)
 
 
-def sections(diff: str) -> Iterator[_Section]:
+def sections(diff: Text) -> Iterator[_Section]:
     """Each file of ``diff`` as offsets. Raises DiffError on a diff kdev cannot read."""
     if not diff:
         return
-    if not diff.startswith("diff --git "):
+    if not diff.startswith(_lit(diff, "diff --git ")):
         raise DiffError(1, "expected a 'diff --git' header")
     starts = [0, *_line_ends(diff, 0, len(diff), "diff --git ")]
     for number, start in enumerate(starts):
@@ -129,33 +151,41 @@ def sections(diff: str) -> Iterator[_Section]:
         bounds = [*hunk_starts, end]
         hunks = tuple(zip(bounds, bounds[1:], strict=False))
         # The header alone names the file (a section has exactly one "diff --git").
-        path = next(iter(parse_diff(diff[start:header_end])))
+        path = next(iter(parse_diff(_slice(diff, start, header_end))))
         yield _Section(path, start, header_end, hunks, end)
 
 
+def _hunk_header(diff: Text, start: int, end: int) -> re.Match[str] | re.Match[bytes] | None:
+    if isinstance(diff, str):
+        return _HUNK_HEADER.match(diff, start, end)
+    return _HUNK_HEADER_BYTES.match(diff, start, end)
+
+
 def _split_hunk(
-    diff: str, start: int, end: int, room: int, path: str
+    diff: Text, start: int, end: int, room: int, path: str
 ) -> list[tuple[Piece, int]] | ChunkRefusal:
     """The hunk ``diff[start:end]`` as one piece when it fits ``room`` tokens, else as
     recounted hunks of its lines, each fitting; a line too big alone is refused."""
     tokens = estimate_span(diff, start, end)
     if tokens <= room:
         return [(Piece(start, end), tokens)]
-    line_end = diff.find("\n", start, end)
-    found = _HUNK_HEADER.match(diff, start, end if line_end == -1 else line_end)
+    newline, backslash, signs = _lit(diff, "\n"), _lit(diff, "\\"), _lit(diff, " -\n")
+    line_end = diff.find(newline, start, end)
+    found = _hunk_header(diff, start, end if line_end == -1 else line_end)
     if found is None or line_end == -1:
-        raise DiffError(diff.count("\n", 0, start) + 1, "a malformed hunk header")
-    old = int(found.group(1)) - (0 if found.group(2) == "0" else 1)
-    new = int(found.group(3)) - (0 if found.group(4) == "0" else 1)
+        raise DiffError(diff.count(newline, 0, start) + 1, "a malformed hunk header")
+    zero = _lit(diff, "0")
+    old = int(found.group(1)) - (0 if found.group(2) == zero else 1)
+    new = int(found.group(3)) - (0 if found.group(4) == zero else 1)
     room -= _HEADER_ALLOWANCE
     pieces: list[tuple[Piece, int]] = []
     body = at = line_end + 1
     used = olds = news = 0
     while at < end:
-        stop = diff.find("\n", at, end)
+        stop = diff.find(newline, at, end)
         stop = end if stop == -1 else stop + 1
-        while stop < end and diff.startswith("\\", stop):  # "\ No newline" stays on
-            nxt = diff.find("\n", stop, end)
+        while stop < end and diff.startswith(backslash, stop):  # "\ No newline" stays on
+            nxt = diff.find(newline, stop, end)
             stop = end if nxt == -1 else nxt + 1
         cost = estimate_span(diff, at, stop)
         if cost > room:
@@ -167,9 +197,9 @@ def _split_hunk(
         if used + cost > room:
             pieces.append(_recounted(body, at, old, olds, new, news, used))
             old, new, body, used, olds, news = old + olds, new + news, at, 0, 0, 0
-        sign = diff[at]
-        olds += sign in " -\n"
-        news += sign in " +\n"
+        sign = diff[at : at + 1]
+        olds += sign in signs
+        news += sign in _lit(diff, " +\n")
         used += cost
         at = stop
     pieces.append(_recounted(body, end, old, olds, new, news, used))
@@ -185,7 +215,7 @@ def _recounted(
     return Piece(start, end, header), used + estimate_tokens(header)
 
 
-def _file_parts(diff: str, section: _Section, room: int) -> list[Part] | ChunkRefusal:
+def _file_parts(diff: Text, section: _Section, room: int) -> list[Part] | ChunkRefusal:
     """``section`` as one part when it fits ``room``, else parts of its hunks (and of
     recounted pieces of its hunks), each under the file's header and fitting ``room``."""
     tokens = estimate_span(diff, section.start, section.end)
@@ -218,7 +248,7 @@ def _file_parts(diff: str, section: _Section, room: int) -> list[Part] | ChunkRe
     return parts
 
 
-def plan_chunks(diff: str, budget: int) -> ChunkPlan | ChunkRefusal:
+def plan_chunks(diff: Text, budget: int) -> ChunkPlan | ChunkRefusal:
     """``diff`` cut into chunks of at most ``budget`` estimated tokens each (see the
     module doc); one chunk when it fits whole. Raises DiffError on an unreadable diff."""
     files = list(sections(diff))
@@ -255,13 +285,13 @@ def plan_chunks(diff: str, budget: int) -> ChunkPlan | ChunkRefusal:
     return ChunkPlan(tuple(chunks), budget, total)
 
 
-def _whole(diff: str, section: _Section) -> Part:
+def _whole(diff: Text, section: _Section) -> Part:
     header = Piece(section.start, section.header_end)
     pieces = tuple(Piece(start, end) for start, end in section.hunks)
     return Part(section.path, header, pieces, True, estimate_span(diff, section.start, section.end))
 
 
-def plan_within(diff: str, limit: Limit, overhead: int) -> ChunkPlan:
+def plan_within(diff: Text, limit: Limit, overhead: int) -> ChunkPlan:
     """``diff``'s chunks under ``limit`` less ``overhead`` (the prompt without a diff);
     KdevError with the planner's reason when it cannot be cut (never a truncation)."""
     plan = plan_chunks(diff, limit.tokens - overhead)

@@ -14,6 +14,7 @@ index entry ``head -> patch_id`` exists only if that patch-id was computed from 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from wrapper.errors import ConfigError, FetchError
@@ -30,21 +31,45 @@ PULL_REF_PREFIX = "refs/kdev/pull/"
 
 @dataclass(frozen=True)
 class PatchInfo:
-    """The diff of one PR head against its base, and its patch-id."""
+    """The diff of one PR head against its base, and its patch-id.
+
+    The diff is held once, as git's bytes; its text is decoded only when read (D111): a
+    round deferred for its size is planned on the bytes and never decodes them."""
 
     patch_id: str | None  # None when base...head is empty
-    diff: str  # git diff base...head, decoded as UTF-8 with replacement
+    raw: bytes  # git diff base...head
     head_sha: str  # the commit the head ref points to
     base_sha: str  # the commit the base ref points to (the branch tip, not the merge base)
-    # With exclusions (D87): every path's decision, and the diff of the reviewed paths
-    # only (what the reviewer reads); without, None and ``diff``.
+    # With exclusions (D87): every path's decision, and the bytes of the reviewed paths
+    # only (what the reviewer reads; ``raw`` itself when nothing is excluded).
     exclusions: ExclusionResult | None = None
-    reviewed_diff: str | None = None
+    reviewed_raw: bytes | None = None
+
+    @cached_property
+    def diff(self) -> str:
+        """git diff base...head, decoded as UTF-8 with replacement."""
+        return self.raw.decode("utf-8", "replace")
+
+    @cached_property
+    def reviewed_diff(self) -> str | None:
+        """The reviewed paths' diff as text (None without exclusions; ``diff`` itself,
+        not a second copy, when nothing is excluded)."""
+        if self.reviewed_raw is None:
+            return None
+        if self.reviewed_raw is self.raw:
+            return self.diff
+        return self.reviewed_raw.decode("utf-8", "replace")
+
+    @property
+    def for_reviewer_raw(self) -> bytes:
+        """The bytes of :attr:`for_reviewer`, undecoded."""
+        return self.raw if self.reviewed_raw is None else self.reviewed_raw
 
     @property
     def for_reviewer(self) -> str:
         """The diff the reviewer is given: the reviewed paths' (``diff`` without exclusions)."""
-        return self.diff if self.reviewed_diff is None else self.reviewed_diff
+        reviewed = self.reviewed_diff
+        return self.diff if reviewed is None else reviewed
 
 
 def fetch_pr_refs(git: Git, base_branch: str, pr: int, remote: str = "origin") -> tuple[str, str]:
@@ -113,7 +138,7 @@ def compute_patch_id(
         return _with_exclusions(git, config, repo, base_ref, head_ref, raw, head_sha, base_sha)
     return PatchInfo(
         patch_id=git.patch_id(raw),
-        diff=raw.decode("utf-8", "replace"),
+        raw=raw,
         head_sha=head_sha,
         base_sha=base_sha,
     )
@@ -133,14 +158,12 @@ def _with_exclusions(
     from wrapper.review.exclusion_facts import exclusions_for
 
     result = exclusions_for(git, config, repo, base_ref, head_ref)
-    reviewed = reviewed_diff(raw, result.decisions) if result.excluded else raw
-    text = raw.decode("utf-8", "replace")
     return PatchInfo(
         patch_id=exclusion_patch_id(raw, result.decisions, git.patch_id),
-        diff=text,
+        raw=raw,
         head_sha=head_sha,
         base_sha=base_sha,
         exclusions=result,
-        # Nothing excluded: the same string, not a second copy of a large diff (D94).
-        reviewed_diff=text if reviewed is raw else reviewed.decode("utf-8", "replace"),
+        # Nothing excluded: the same bytes, not a second copy of a large diff (D94).
+        reviewed_raw=reviewed_diff(raw, result.decisions) if result.excluded else raw,
     )

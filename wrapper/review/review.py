@@ -51,7 +51,11 @@ from wrapper.review.steps import moved_on, patch_of_head
 from wrapper.review.summons import acknowledge
 
 if TYPE_CHECKING:
+    from engine.github import PullRequest
+    from wrapper.review.chunked_leg import SizedRound
+    from wrapper.review.patch_id import PatchInfo
     from wrapper.review.prompt import PromptInput
+    from wrapper.review.roster_chunks import RosterRound
 
 __all__ = [
     "ReviewContext",
@@ -207,6 +211,36 @@ def notify_internal_error(ctx: ReviewContext, req: ReviewRequest, exc: Exception
         log.warning("the internal_error notice failed: %s", type(problem).__name__)
 
 
+def _sized_round(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr: PullRequest,
+    pr_url: str,
+    git: Git,
+    patch_id: str,
+    info: PatchInfo,
+) -> tuple[PromptInput, SizedRound | RosterRound | None] | ReviewReport:
+    """Step 4's size check: a round over ``max_chunks`` deferred on the diff's bytes,
+    never decoded (D111); else the prompt input (an incremental round's, D91) and its
+    plan, or the deferral made on it."""
+    from wrapper.review.chunked_leg import plan_or_defer
+    from wrapper.review.leg import prompt_input
+    from wrapper.review.size_first import defer_undecoded
+
+    early = defer_undecoded(ctx, req, pr, pr_url, patch_id, info)
+    if early is not None:
+        return early
+    excluded = info.exclusions.excluded if info.exclusions is not None else ()
+    reviewed = replace(
+        prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
+    )
+    reviewed = _incremental(ctx, git, reviewed, patch_id, req.force)  # D91
+    sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed, git)
+    if isinstance(sized, ReviewReport):
+        return sized
+    return reviewed, sized
+
+
 def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewReport:
     # 0-1. Self-loop closure and fork backstop (--force checks its reviewer first).
     if req.force:
@@ -243,17 +277,12 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     # (The leg's modules are imported only now: a carry-forward never runs a leg.)
     # A diff over the prompt limit is one leg per chunk, all counted (D89); a roster
     # round is planned per reviewer here, every reviewer leg counted (D95).
-    from wrapper.review.chunked_leg import plan_or_defer
-    from wrapper.review.leg import prompt_input, run_leg
+    from wrapper.review.leg import run_leg
 
-    excluded = info.exclusions.excluded if info.exclusions is not None else ()
-    reviewed = replace(
-        prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
-    )
-    reviewed = _incremental(ctx, git, reviewed, patch_id, req.force)  # D91
-    sized = plan_or_defer(ctx, req, pr_url, patch_id, reviewed, git)
-    if isinstance(sized, ReviewReport):
-        return sized
+    planned = _sized_round(ctx, req, pr, pr_url, git, patch_id, info)
+    if isinstance(planned, ReviewReport):
+        return planned
+    reviewed, sized = planned
     legs = 1 if sized is None else sized.legs
     budgets = ctx.config.budgets
     over = over_budget(ctx, req, pr_url, patch_id, legs=legs)

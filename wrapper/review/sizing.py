@@ -14,7 +14,9 @@ token, where the estimate reads 0.53x the truth; each family's default limit is 
 half its context window, so even that worst case fits the window.
 
 :func:`estimate_span` counts a slice of a string without copying it, so a caller can
-size the pieces of a large diff one at a time.
+size the pieces of a large diff one at a time. It counts a slice of the diff's raw bytes
+too, as exactly as their UTF-8 decoding with replacement (D111): a diff is sized before,
+and when deferred instead of, being decoded.
 """
 
 from __future__ import annotations
@@ -26,20 +28,35 @@ from dataclasses import dataclass
 ASCII_CHARS_PER_TOKEN = 2.5
 NON_ASCII_BYTES_PER_TOKEN = 1.2
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_NON_ASCII_BYTES = re.compile(rb"[\x80-\xff]+")
 
 
-def estimate_span(text: str, start: int = 0, end: int | None = None) -> int:
+def estimate_span(text: str | bytes, start: int = 0, end: int | None = None) -> int:
     """The estimated tokens of ``text[start:end]`` (see the module doc), never copying
-    the whole slice: only its non-ASCII runs are encoded to count their bytes."""
+    the whole slice: only its non-ASCII runs are encoded to count their bytes.
+
+    ``text`` may be the raw bytes of a diff: the estimate is then that of their UTF-8
+    decoding with replacement, exactly. A run of bytes above 0x7f decodes alone as it
+    does in place (an ASCII byte ends any sequence, valid or not), and every character
+    it decodes to is non-ASCII; so only those runs are decoded."""
     stop = len(text) if end is None else end
     if stop <= start:
         return 0
-    non_ascii_chars = 0
-    non_ascii_bytes = 0
-    for match in _NON_ASCII.finditer(text, start, stop):
-        non_ascii_chars += match.end() - match.start()
-        non_ascii_bytes += len(match.group().encode("utf-8", "surrogatepass"))
-    ascii_chars = stop - start - non_ascii_chars
+    non_ascii_chars = 0  # in the decoded text
+    non_ascii_bytes = 0  # in its UTF-8 encoding
+    skipped = 0  # of ``text``'s own units, in those runs
+    if isinstance(text, str):
+        for match in _NON_ASCII.finditer(text, start, stop):
+            non_ascii_chars += match.end() - match.start()
+            non_ascii_bytes += len(match.group().encode("utf-8", "surrogatepass"))
+        skipped = non_ascii_chars
+    else:
+        for found in _NON_ASCII_BYTES.finditer(text, start, stop):
+            decoded = found.group().decode("utf-8", "replace")
+            non_ascii_chars += len(decoded)
+            non_ascii_bytes += len(decoded.encode("utf-8", "surrogatepass"))
+            skipped += found.end() - found.start()
+    ascii_chars = stop - start - skipped
     raw = ascii_chars / ASCII_CHARS_PER_TOKEN + non_ascii_bytes / NON_ASCII_BYTES_PER_TOKEN
     return math.ceil(raw)
 
