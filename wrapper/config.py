@@ -36,6 +36,7 @@ from wrapper.config_notify import LogTarget as LogTarget
 from wrapper.config_notify import NotifyTarget as NotifyTarget
 from wrapper.config_notify import WebhookTarget as WebhookTarget
 from wrapper.config_notify import default_notify as default_notify
+from wrapper.config_money import MoneyBudgets
 from wrapper.config_prices import ModelPrice, UsageFormat
 from wrapper.config_review import ReviewPostSettings
 from wrapper.config_sizing import SizePolicy
@@ -295,6 +296,7 @@ class KdevConfig(_Strict):
     exclusions: ExclusionSettings = Field(default_factory=ExclusionSettings)  # D87
     size_policy: SizePolicy = Field(default_factory=SizePolicy)  # D89
     prices: dict[str, ModelPrice] = Field(default_factory=dict)  # D104
+    money_budgets: MoneyBudgets = Field(default_factory=MoneyBudgets)  # D106
 
     @field_validator("recipients")
     @classmethod

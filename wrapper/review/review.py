@@ -245,6 +245,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     # round is planned per reviewer here, every reviewer leg counted (D95).
     from wrapper.review.chunked_leg import plan_or_defer
     from wrapper.review.leg import prompt_input, run_leg
+    from wrapper.review.moneygate import over_money
 
     excluded = info.exclusions.excluded if info.exclusions is not None else ()
     reviewed = replace(
@@ -256,7 +257,10 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
         return sized
     legs = 1 if sized is None else sized.legs
     budgets = ctx.config.budgets
-    over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
+    # Money budgets (D106): the round's estimate and the usage log's spend.
+    over = over_budget(ctx, req, pr_url, patch_id, legs=legs) or over_money(
+        ctx, req, pr_url, patch_id, sized, reviewed
+    )
     if over is not None:
         return over
 
@@ -277,7 +281,9 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
             # Decide and record the leg as one step: concurrent runs for other PRs of
             # the repository cannot both take the last leg of the budget.
             with ctx.ledger.legs_lock(req.repo):
-                over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
+                over = over_budget(ctx, req, pr_url, patch_id, legs=legs) or over_money(
+                    ctx, req, pr_url, patch_id, sized, reviewed
+                )
                 if over is not None:
                     return over
                 if req.force:  # everything that can fail was checked: forget, then review
