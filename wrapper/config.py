@@ -29,6 +29,7 @@ from wrapper.config_base import Strict as _Strict
 from wrapper.config_exclusions import ExclusionSettings
 from wrapper.config_gate import MergeGateSettings
 from wrapper.config_incremental import IncrementalSettings
+from wrapper.config_money import MoneyBudgets
 from wrapper.config_notify import CommandTarget as CommandTarget
 from wrapper.config_notify import FileTarget as FileTarget
 from wrapper.config_notify import GithubCommentTarget as GithubCommentTarget
@@ -36,7 +37,6 @@ from wrapper.config_notify import LogTarget as LogTarget
 from wrapper.config_notify import NotifyTarget as NotifyTarget
 from wrapper.config_notify import WebhookTarget as WebhookTarget
 from wrapper.config_notify import default_notify as default_notify
-from wrapper.config_money import MoneyBudgets
 from wrapper.config_prices import ModelPrice, UsageFormat
 from wrapper.config_review import ReviewPostSettings
 from wrapper.config_sizing import SizePolicy
