@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from tests.wrapper.reviewbench import BIN, REPO, STUB, Bench, open_bench
 from tests.wrapper.test_sweep import sweep
@@ -225,3 +226,12 @@ def test_a_bad_money_budget_is_refused_with_its_key(tmp_path: Path, text: str, k
     with pytest.raises(ConfigError) as caught:
         load_config(str(path))
     assert caught.value.reason == "invalid_config" and key in caught.value.message
+
+
+def test_the_documented_money_budgets_block_is_valid() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "reviewers.md").read_text()
+    block = text.split("### Money budgets\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    config = KdevConfig.model_validate(yaml.safe_load(block))
+    money = config.money_budgets
+    assert (money.per_repo_per_day_usd, money.unknown_leg_usd) == (Decimal(20), Decimal("0.5"))
+    assert money.any_cap and not KdevConfig().money_budgets.any_cap
