@@ -18,11 +18,16 @@ import pytest
 import yaml
 
 from tests.wrapper.reviewbench import BIN, REPO, STUB, Bench, open_bench
+from tests.wrapper.test_roster_sized import BIG, PKG_ROSTER, ROOT_ROSTER, SMALL
+from tests.wrapper.test_roster_sized import _config as roster_config
+from tests.wrapper.test_roster_sized import _prompts as roster_prompts
 from tests.wrapper.test_sweep import sweep
 from wrapper.config import KdevConfig, load_config
+from wrapper.config_money import MoneyBudgets
 from wrapper.errors import ConfigError, Outcome
 from wrapper.ledger.usagelog import UsageRecord, append_usage, read_usage
 from wrapper.review.money_budget import day_window
+from wrapper.review.sizing import estimate_tokens
 from wrapper.usage import CostSource, LegUsage
 
 CLAUDE = {"backend": "command", "argv": STUB, "model": "stub-claude", "usage": "claude-json"}
@@ -235,3 +240,34 @@ def test_the_documented_money_budgets_block_is_valid() -> None:
     money = config.money_budgets
     assert (money.per_repo_per_day_usd, money.unknown_leg_usd) == (Decimal(20), Decimal("0.5"))
     assert money.any_cap and not KdevConfig().money_budgets.any_cap
+
+
+def test_every_leg_of_a_roster_round_is_in_the_estimate(tmp_path: Path) -> None:
+    """At $10,000 per million input tokens and no output allowance a cent is one token,
+    so the deferral's estimate is the planned prompts' tokens, which must cover every
+    prompt the round then runs."""
+    files = {
+        "app.py": "x\n",
+        "AGENT-REVIEWERS.md": ROOT_ROSTER,
+        "pkg/AGENT-REVIEWERS.md": PKG_ROSTER,
+    }
+    with open_bench(tmp_path, files) as bench:
+        pr = bench.sim.open_pr(REPO, "big", {"pkg/big.py": BIG, "pkg/small.py": SMALL}).number
+        roster = roster_config(bench, prices={"stub": {"input": "10000", "output": "1"}})
+        money = {"per_pr_per_day_usd": "0", "output_tokens_per_leg": 0}
+        held = bench.review(
+            pr, config=roster.model_copy(update={"money_budgets": MoneyBudgets(**money)})
+        )
+        assert held.outcome is Outcome.DEFERRED_BUDGET
+        estimated = held.detail.split("+$", 1)[1].split("/", 1)[0]
+        planned = int(Decimal(estimated) * 100)
+        [note] = _deferred_notes(bench)
+        where = tmp_path / "prompts"
+        where.mkdir()
+        ran = bench.review(pr, config=roster, environ={"KDEV_STUB_PROMPTS": str(where)})
+        assert ran.outcome is Outcome.REVIEWED
+        prompts = roster_prompts(where)
+        assert len(prompts) > 2  # chunks of both reviewers
+        assert f"({len(prompts)} leg(s), 0 output tokens each)" in note["body"]
+        real = sum(estimate_tokens(prompt) for prompt in prompts)
+        assert real <= planned <= real * 1.1
