@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from wrapper.ledger.usagelog import UsageRecord, read_usage
 from wrapper.review import money_budget
-from wrapper.review.budgetgate import defer
+from wrapper.review.budgetgate import defer, over_budget
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
 from wrapper.review.money_budget import Spend, decide_money, estimate_round
 from wrapper.review.sizing import estimate_tokens
@@ -91,3 +91,18 @@ def over_money(
         why=money_budget.why(decision, reviewer.model, len(legs), money),
         shown=money_budget.figures(decision),
     )
+
+
+def over_budgets(
+    ctx: ReviewContext,
+    req: ReviewRequest,
+    pr_url: str,
+    patch_id: str,
+    sized: SizedRound | RosterRound | None,
+    data: PromptInput,
+) -> ReviewReport | None:
+    """Step 4's leg budgets for every leg of the round (D9, D89), then its money budgets
+    (:func:`over_money`): the first deferral, else None."""
+    legs = 1 if sized is None else sized.legs
+    over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
+    return over if over is not None else over_money(ctx, req, pr_url, patch_id, sized, data)
