@@ -271,3 +271,24 @@ def test_every_leg_of_a_roster_round_is_in_the_estimate(tmp_path: Path) -> None:
         assert f"({len(prompts)} leg(s), 0 output tokens each)" in note["body"]
         real = sum(estimate_tokens(prompt) for prompt in prompts)
         assert real <= planned <= real * 1.1
+
+
+def test_a_round_still_running_counts_as_unknown_until_it_must_have_ended(bench: Bench) -> None:
+    """Another round's leg has started and has no usage line yet (it is running): its
+    cost is unknown, so the round is deferred until it must have ended, not silently
+    started beside it; once its usage is recorded the spend is known again."""
+    pr = bench.sim.open_pr(REPO, "a", {"a.py": "1\n"})
+    bench.ledger().record_leg_start(REPO, 99, "d" * 40)
+    money: dict[str, Any] = {"per_repo_per_day_usd": "10", "output_tokens_per_leg": 1000}
+    before = datetime.now(UTC)
+    config = _config(bench, money, reviewer={**CLAUDE, "timeout_seconds": 30})
+    held = bench.review(pr.number, config=config)
+    assert held.outcome is Outcome.DEFERRED_BUDGET
+    assert held.detail.startswith("money_per_repo_per_day: $0.00+1 unknown+$0.0")
+    [(_, _, marker)] = bench.ledger().list_deferred(REPO)
+    # The reviewer times out after 30 s; a deferral waits at least 60 s.
+    assert marker.reopens_at is not None
+    assert before + timedelta(seconds=59) <= marker.reopens_at <= before + timedelta(minutes=2)
+    ended = UsageRecord(datetime.now(UTC), REPO, 99, "d" * 40, None, "review-pr", _cost("0.10"))
+    append_usage(bench.ledger(), ended)
+    assert bench.review(pr.number, config=config).outcome is Outcome.REVIEWED

@@ -11,9 +11,11 @@ recorded in its window plus the estimate is at most the cap:
 - ``money_monthly_total``: every repository's legs since the 1st of this month, UTC.
 
 Fail closed: a leg of unknown cost counts ``unknown_leg_usd``, and with that unset a
-window holding one cannot be decided and the round is deferred; a model without a price
-has no estimate and is deferred. A window reopens at its end (the next UTC midnight,
-the next month's first); records stamped in the future (clock skew) are counted.
+window holding one cannot be decided and the round is deferred; a leg still running is
+such a leg (``Spend.ends_by``: its cost is not known yet); a model without a price has
+no estimate and is deferred. A window reopens at its end (the next UTC midnight, the
+next month's first), or sooner when every running leg in it must have ended by then;
+records stamped in the future (clock skew) are counted.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class Spend:
     repo: str
     pr: int
     cost: Decimal | None
+    # A leg still running (started, not yet in the usage log): when it must have ended.
+    ends_by: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,9 @@ def decide_money(
         window = [s for s in spends if s.at >= start and counts(s)]
         spent = sum((s.cost for s in window if s.cost is not None), Decimal(0))
         unknown = sum(1 for s in window if s.cost is None)
+        running = [s.ends_by for s in window if s.ends_by is not None]
+        if running:  # re-decided once every running leg must have ended, if sooner
+            reopens = min(reopens, max(running))
         denied = MoneyDecision(False, budget, spent, unknown, cap, estimate, reopens)
         if estimate is None or (unknown and money.unknown_leg_usd is None):
             denials.append(denied)  # cannot be decided: fail closed

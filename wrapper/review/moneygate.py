@@ -5,12 +5,17 @@ leg budget's (the decision itself is the pure
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from wrapper.ledger.deferral import cap_reopens_at
+from wrapper.ledger.records import LegRecord
 from wrapper.ledger.usagelog import UsageRecord, read_usage
 from wrapper.review import money_budget
+from wrapper.review.budget import WINDOW
 from wrapper.review.budgetgate import defer, over_budget
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
 from wrapper.review.money_budget import Spend, decide_money, estimate_round
@@ -51,6 +56,31 @@ def _spends(records: Iterable[UsageRecord]) -> list[Spend]:
     return [Spend(r.at, r.repo, r.pr, r.usage.cost) for r in records]
 
 
+def running_legs(
+    legs: Sequence[LegRecord],
+    records: Sequence[UsageRecord],
+    repo: str,
+    wait: timedelta,
+    now: datetime,
+) -> list[Spend]:
+    """The legs of ``repo`` started but not yet in the usage log, each as a leg of
+    unknown cost that must have ended by its round's start plus ``wait`` per leg (a
+    round's legs are recorded together at its start; a chunked one runs them in turn).
+    A leg past that time has ended, recorded or not (a killed process records nothing)."""
+    rounds = Counter((leg.pr, leg.head_sha, leg.started_at) for leg in legs)
+    running: list[Spend] = []
+    for (pr, head, started), count in sorted(rounds.items(), key=lambda item: item[0][2]):
+        ends_by = started + count * wait
+        if ends_by <= now:
+            continue
+        ended = sum(
+            1 for r in records if r.repo == repo and r.pr == pr and r.head_sha == head
+            and r.at >= started
+        )  # fmt: skip
+        running.extend(Spend(started, repo, pr, None, ends_by) for _ in range(count - ended))
+    return running
+
+
 def over_money(
     ctx: ReviewContext,
     req: ReviewRequest,
@@ -69,11 +99,15 @@ def over_money(
     day, _ = money_budget.day_window(now)
     month, _ = money_budget.month_window(now)
     monthly = money.monthly_total_usd is not None
-    records = read_usage(ctx.ledger, None if monthly else req.repo, min(day, month))
+    records = list(read_usage(ctx.ledger, None if monthly else req.repo, min(day, month)))
+    wait = cap_reopens_at(ctx.config, now) - now  # one leg's longest run
+    started = ctx.ledger.legs_since(req.repo, now - WINDOW)
+    running = running_legs(started, records, req.repo, wait, now)
     legs = prompt_tokens(sized, data, ctx.config.prompt_template)
     price = price_for(reviewer.model, ctx.config.prices)
     estimate = None if price is None else estimate_round(legs, price, money.output_tokens_per_leg)
-    decision = decide_money(money, _spends(records), req.repo, req.pr, now, estimate)
+    spends = _spends(records) + running
+    decision = decide_money(money, spends, req.repo, req.pr, now, estimate)
     if decision.allowed:
         return None
     assert decision.budget is not None
