@@ -29,6 +29,7 @@ from wrapper.config_base import Strict as _Strict
 from wrapper.config_exclusions import ExclusionSettings
 from wrapper.config_gate import MergeGateSettings
 from wrapper.config_incremental import IncrementalSettings
+from wrapper.config_money import MoneyBudgets
 from wrapper.config_notify import CommandTarget as CommandTarget
 from wrapper.config_notify import FileTarget as FileTarget
 from wrapper.config_notify import GithubCommentTarget as GithubCommentTarget
@@ -295,6 +296,7 @@ class KdevConfig(_Strict):
     exclusions: ExclusionSettings = Field(default_factory=ExclusionSettings)  # D87
     size_policy: SizePolicy = Field(default_factory=SizePolicy)  # D89
     prices: dict[str, ModelPrice] = Field(default_factory=dict)  # D104
+    money_budgets: MoneyBudgets = Field(default_factory=MoneyBudgets)  # D106
 
     @field_validator("recipients")
     @classmethod

@@ -172,13 +172,15 @@ def deferred_notification(
     pr_url: str,
     head_sha: str,
     why: str | None = None,
+    shown: str | None = None,
 ) -> Notification:
     """``PR review: {repo} #{pr} DEFERRED``: over ``budget`` (``count`` of ``limit``);
     ``reopens_at`` None means the budget reopens when a running leg ends; ``why``, a
-    line saying more (``diff_too_large``: the estimate, the limit and the setting)."""
+    line saying more (``diff_too_large``: the estimate, the limit and the setting);
+    ``shown``, the figures in place of ``count/limit`` (a money budget's, D106)."""
     reopens = reopens_at.isoformat() if reopens_at is not None else None
     lines = [
-        f"DEFERRED: budget {budget} ({count}/{limit})",
+        f"DEFERRED: budget {budget} ({shown or f'{count}/{limit}'})",
         f"REOPENS_AT: {reopens or 'when a running leg ends'}",
         f"PR: {pr}",
         f"PR_URL: {pr_url}",

@@ -6,7 +6,7 @@ A line: ``at`` (when the leg's round recorded it), ``pr``, ``head_sha``, ``patch
 :class:`~wrapper.usage.LegUsage` fields: ``model``, ``tokens_in``, ``tokens_out``,
 ``cached``, ``cost`` (a decimal string, or null), ``source`` (``reported``, ``computed``,
 ``unknown``) and ``reason``. It is the one record of money spent: ``kdev costs``, the
-metrics and (later) money budgets sum these lines, never the leg log (which counts legs
+metrics and the money budgets (D106) sum these lines, never the leg log (which counts legs
 *started* and is pruned at 7 days). This log is kept whole; a line that does not parse
 (a writer killed mid-append) is skipped with a warning.
 """

@@ -26,10 +26,12 @@ def defer(
     *,
     marker: bool = True,
     why: str | None = None,
+    shown: str | None = None,
 ) -> ReviewReport:
     """Step 4, over budget: a ``deferred:budget`` marker and a notice, never a silent drop
     (``why``: a line saying more, in the notice only: the report's detail is also the
-    merge gate's description, which GitHub caps at 140 characters).
+    merge gate's description, which GitHub caps at 140 characters; ``shown``, the
+    figures shown in place of ``count/limit``: a money budget's dollars, D106).
 
     ``marker`` False (``kdev describe-pr``) sends the notice only: a marker would make
     ``kdev pr-sweep`` retry a *review* of the head."""
@@ -52,13 +54,13 @@ def defer(
         ctx,
         req,
         deferred_notification(
-            req.repo, req.pr, budget, count, limit, reopens_at, pr_url, req.head_sha, why
+            req.repo, req.pr, budget, count, limit, reopens_at, pr_url, req.head_sha, why, shown
         ),
     )
     return req.report(
         Outcome.DEFERRED_BUDGET,
         patch_id=patch_id,
-        detail=f"{budget}: {count}/{limit}",
+        detail=f"{budget}: {shown or f'{count}/{limit}'}",
     )
 
 

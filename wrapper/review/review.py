@@ -273,11 +273,13 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     if existing is not None:
         return carry_forward(ctx, req, existing)
 
-    # 4. Budget gate: legs started in the trailing 24 h, rounds per PR, concurrency.
+    # 4. Budget gate: legs started in 24 h, rounds per PR, money (D106), concurrency; a
+    # chunked round's every leg counted (D89), a roster's every reviewer leg (D95).
     # (The leg's modules are imported only now: a carry-forward never runs a leg.)
     # A diff over the prompt limit is one leg per chunk, all counted (D89); a roster
     # round is planned per reviewer here, every reviewer leg counted (D95).
     from wrapper.review.leg import run_leg
+    from wrapper.review.moneygate import over_budgets
 
     planned = _sized_round(ctx, req, pr, pr_url, git, patch_id, info)
     if isinstance(planned, ReviewReport):
@@ -285,7 +287,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
     reviewed, sized = planned
     legs = 1 if sized is None else sized.legs
     budgets = ctx.config.budgets
-    over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
+    over = over_budgets(ctx, req, pr_url, patch_id, sized, reviewed)
     if over is not None:
         return over
 
@@ -306,7 +308,7 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
             # Decide and record the leg as one step: concurrent runs for other PRs of
             # the repository cannot both take the last leg of the budget.
             with ctx.ledger.legs_lock(req.repo):
-                over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
+                over = over_budgets(ctx, req, pr_url, patch_id, sized, reviewed)
                 if over is not None:
                     return over
                 if req.force:  # everything that can fail was checked: forget, then review
