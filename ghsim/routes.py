@@ -1,8 +1,8 @@
 """The route table, complete: importing this module registers every REST and GraphQL route.
 
 See :mod:`ghsim.routing` for the table itself, :mod:`ghsim.rest`, :mod:`ghsim.rest_protection`,
-:mod:`ghsim.rest_reviews`, :mod:`ghsim.rest_reactions`, :mod:`ghsim.rest_apps`, :mod:`ghsim.rest_checkruns`
-and :mod:`ghsim.graphql` for the handlers.
+:mod:`ghsim.rest_reviews`, :mod:`ghsim.rest_reactions`, :mod:`ghsim.rest_apps`,
+:mod:`ghsim.rest_checkruns` and :mod:`ghsim.graphql` for the handlers.
 """
 
 from __future__ import annotations
