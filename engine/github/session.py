@@ -253,15 +253,18 @@ class GitHubSession(Closable):
         body: Mapping[str, Any] | None = None,
         expect: type[T],
     ) -> T:
-        """One unconditional ``GET`` or ``POST`` of ``{api_url}/{path}`` (a POST sends
-        ``body`` as JSON); returns the answer's JSON, which must be of type ``expect``
-        (``dict`` or ``list``), else ``malformed_payload``. A GET must answer 200, a POST
-        200 or 201; never retried, errors translated as for every request."""
-        if method not in ("GET", "POST"):
-            raise InvalidInput(f"a request is GET or POST, got {method!r}", "invalid_method")
+        """One unconditional ``GET``, ``POST`` or ``PATCH`` of ``{api_url}/{path}`` (a POST
+        or PATCH sends ``body`` as JSON); returns the answer's JSON, which must be of type
+        ``expect`` (``dict`` or ``list``), else ``malformed_payload``. A GET or PATCH must
+        answer 200, a POST 200 or 201; never retried, errors translated as for every
+        request."""
+        if method not in ("GET", "POST", "PATCH"):
+            raise InvalidInput(f"a request is GET, POST or PATCH, got {method!r}", "invalid_method")
         url = self._url(path, params)
         if method == "GET":
             response = self._send("GET", url)
+        elif method == "PATCH":
+            response = self._send("PATCH", url, json_body=dict(body or {}))
         else:
             response = self._send("POST", url, json_body=dict(body or {}), ok=(200, 201))
         return self._json(response, expect, url)
