@@ -46,7 +46,7 @@ from wrapper.leakscan import known_secrets, refuse_leak, withhold_leak
 from wrapper.post import BodyGate
 from wrapper.review.check_gate import AS_CHECK, CheckRunGate, GateDetail, external_id
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
-from wrapper.review.findings import named_paths, parse_findings
+from wrapper.review.gate_detail import round_detail
 
 GateState = Literal["success", "failure", "pending", "error"]
 
@@ -244,30 +244,6 @@ class GateRun:
             )
             return {**result, "action": "failed", "reason": shown.reason}
         return {**result, "action": "set" if changed else "unchanged"}
-
-
-def round_detail(ctx: ReviewContext, req: ReviewRequest, report: ReviewReport) -> GateDetail:
-    """The summary and findings of a decided ``report`` (D109): the verdict's body and
-    its findings for a reviewed head; for a carried-forward one the body, said to be
-    carried with no leg, and no annotations (the lines are the reviewed head's)."""
-    record = None
-    if report.patch_id is not None:
-        record = ctx.ledger.find_verdict(req.repo, req.pr, report.patch_id)
-    body = record.body if record is not None else ""
-    verdict = report.verdict or "none"
-    if report.outcome is Outcome.CARRIED_FORWARD:
-        head = f"{record.head_sha}" if record is not None else "an earlier head"
-        summary = (
-            f"Verdict {verdict}, carried forward from {head} ({report.detail}): "
-            f"0 review legs ran for this head.\n\n{body}"
-        )
-        return GateDetail(summary)
-    if report.outcome is not Outcome.REVIEWED:
-        return GateDetail(report.detail or verdict)
-    findings = parse_findings("kdev", body, named_paths(body))
-    anchored = sum(1 for f in findings if f.path is not None)
-    summary = f"Verdict {verdict}: {len(findings)} findings, {anchored} on a line.\n\n{body}"
-    return GateDetail(summary, findings)
 
 
 def open_gate(ctx: ReviewContext, req: ReviewRequest) -> GateRun:
