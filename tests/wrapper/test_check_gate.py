@@ -4,17 +4,28 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine.config import Settings
+from engine.github.client import github_client
 from ghsim.model import CheckRun
 from tests.appkit import SimApp, install_app
-from tests.wrapper.reviewbench import REPO, Bench
+from tests.wrapper.reviewbench import BIN, REPO, Bench
+from tests.wrapper.test_sweep import sweep
 from wrapper.config import KdevConfig
-from wrapper.errors import Outcome, ReviewerFailed
+from wrapper.errors import LedgerError, Outcome, ReviewerFailed
+from wrapper.explain import EngineSide, build_timeline
+from wrapper.ledger.outcomes import OutcomeEntry, entry_of
+from wrapper.post import BodyGate
+from wrapper.review.check_gate import CheckRunGate, GateDetail
+from wrapper.review.findings import Finding
 
 NAME = "kdev/review"
 
@@ -183,3 +194,66 @@ def test_a_token_keeps_the_commit_status_as_the_gate(bench: Bench) -> None:
     assert report.merge_gate is not None and "kind" not in report.merge_gate
     assert len(bench.sim.requests_to(r"/statuses/[0-9a-f]{40}$", "POST")) == 2
     assert writes(bench, "POST") == [] and runs(bench, pr.head_sha) == []
+
+
+def app_kdev_env(bench: Bench, config: KdevConfig) -> dict[str, str]:
+    """A ``kdev`` subprocess's environment with the App instead of the token."""
+    env = {k: v for k, v in bench.kdev_env(config).items() if k != "GITHUB_TOKEN"}
+    return {**env, **(bench.app_env or {})}
+
+
+def test_pr_status_shows_the_check_run_as_the_gate(bench: Bench) -> None:
+    bench, _ = as_app(bench)
+    config = _on(bench)
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "x = 1  # FIXME\n"})
+    bench.review(pr.number, config=config)
+    argv = [str(BIN / "kdev"), "pr-status", "--repo", REPO, "--pr", str(pr.number)]
+    env = app_kdev_env(bench, config)
+    shown = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["merge_gate"] == {
+        "context": NAME,
+        "kind": "check run",
+        "state": "failure",
+        "description": "changes requested by kdev",
+    }
+    text = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "merge gate check run kdev/review: failure (changes requested by kdev)" in text
+
+
+def test_explain_and_the_digest_show_the_check_run(bench: Bench) -> None:
+    bench, _ = as_app(bench)
+    config = _on(bench)
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    report = bench.review(pr.number, config=config)
+    now = datetime.now(UTC)
+    entry = OutcomeEntry.from_json(entry_of("review-pr", report, bench.ledger(), now).to_json())
+    [line] = build_timeline(EngineSide((), (), (), ()), [entry], [], now)
+    assert line.text.endswith("[check run kdev/review success set]")
+    bench.sim.set_auto_merge(REPO, pr.number, "squash")
+    bench.sim.set_review_decision(REPO, pr.number, "REVIEW_REQUIRED")
+    [row] = sweep(bench, kdev=config).digest
+    assert row.merge_gate == "check run kdev/review success"
+    bench.sim.inject_fault("GET", r"/commits/[0-9a-f]{40}/check-runs$", status=502, times=None)
+    [row] = sweep(bench, kdev=config).digest
+    assert row.merge_gate is not None
+    assert row.merge_gate.startswith("check run kdev/review unreadable [")
+
+
+def test_a_summary_or_finding_holding_a_secret_is_never_sent(bench: Bench) -> None:
+    bench, _ = as_app(bench)
+    secret = "sk-check-canary-0123456789"
+    config = bench.config(secret_env=["CANARY"])
+    env = {**(bench.app_env or {}), "CANARY": secret, "GITHUB_API_URL": bench.sim.url}
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    leaky = Finding("kdev", "P2", f"key {secret}", "a.py", 1)
+    with github_client(Settings.from_env(env), record_rates=False) as client:
+        gate = CheckRunGate(client, REPO, NAME, BodyGate(config, env, "the check run"))
+        for detail in (GateDetail(f"summary {secret}"), GateDetail("fine", [leaky])):
+            with pytest.raises(LedgerError) as caught:
+                gate.set(pr.head_sha, "failure", "changes requested by kdev", detail)
+            assert caught.value.reason == "secret_in_output"
+        assert runs(bench, pr.head_sha) == []  # nothing was sent
+        assert gate.set(pr.head_sha, "success", "approved by kdev", GateDetail("ok")) is True
+        assert gate.set(pr.head_sha, "success", "approved by kdev", GateDetail("ok")) is False
+    assert only(bench, pr.head_sha).conclusion == "success"
