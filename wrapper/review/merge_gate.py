@@ -21,11 +21,11 @@ statuses per sha and context).
 :class:`MergeGate` is the one interface the workflow sees; :class:`StatusGate` sets
 commit statuses with kdev's token; when kdev is a GitHub App the gate is a check run
 instead (:class:`wrapper.review.check_gate.CheckRunGate`, D109), which also shows the
-round's summary and findings (:mod:`wrapper.review.gate_detail`). A gate that cannot be set (a GitHub failure, a description holding
-a secret) is logged at WARNING with its reason code and shown in the run's report
-(``merge_gate``): it never turns a decided review into a failure, and never replaces the
-error of a run that failed. The gate is off unless ``merge_gate.enabled``
-(:mod:`wrapper.config_gate`).
+round's summary and findings (:mod:`wrapper.review.gate_detail`). A gate that cannot be
+set (a GitHub failure, a description holding a secret) is logged at WARNING with its
+reason code and shown in the run's report (``merge_gate``): it never turns a decided
+review into a failure, and never replaces the error of a run that failed. The gate is
+off unless ``merge_gate.enabled`` (:mod:`wrapper.config_gate`).
 """
 
 from __future__ import annotations
