@@ -253,20 +253,17 @@ class GitHubSession(Closable):
         body: Mapping[str, Any] | None = None,
         expect: type[T],
     ) -> T:
-        """One unconditional ``GET``, ``POST`` or ``PATCH`` of ``{api_url}/{path}`` (a POST
-        or PATCH sends ``body`` as JSON); returns the answer's JSON, which must be of type
-        ``expect`` (``dict`` or ``list``), else ``malformed_payload``. A GET or PATCH must
-        answer 200, a POST 200 or 201; never retried, errors translated as for every
-        request."""
+        """One unconditional ``GET``, ``POST`` or ``PATCH`` of ``{api_url}/{path}`` (a write
+        sends ``body``); its JSON, of type ``expect`` (else ``malformed_payload``): GET and
+        PATCH answer 200, POST 200 or 201; never retried, errors translated as always."""
         if method not in ("GET", "POST", "PATCH"):
-            raise InvalidInput(f"a request is GET, POST or PATCH, got {method!r}", "invalid_method")
+            raise InvalidInput(f"a request is GET, POST or PATCH, not {method!r}", "invalid_method")
         url = self._url(path, params)
         if method == "GET":
             response = self._send("GET", url)
-        elif method == "PATCH":
-            response = self._send("PATCH", url, json_body=dict(body or {}))
         else:
-            response = self._send("POST", url, json_body=dict(body or {}), ok=(200, 201))
+            ok = (200,) if method == "PATCH" else (200, 201)
+            response = self._send(method, url, json_body=dict(body or {}), ok=ok)
         return self._json(response, expect, url)
 
     def graphql(
