@@ -257,3 +257,32 @@ def test_a_summary_or_finding_holding_a_secret_is_never_sent(bench: Bench) -> No
         assert gate.set(pr.head_sha, "success", "approved by kdev", GateDetail("ok")) is True
         assert gate.set(pr.head_sha, "success", "approved by kdev", GateDetail("ok")) is False
     assert only(bench, pr.head_sha).conclusion == "success"
+
+
+def test_a_run_with_part_of_its_annotations_gets_only_the_rest(bench: Bench) -> None:
+    bench, _ = as_app(bench)
+    env = {**(bench.app_env or {}), "GITHUB_API_URL": bench.sim.url}
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "".join(f"v{n} = {n}\n" for n in range(60))})
+    found = [Finding("kdev", "P2", f"finding {n}", "a.py", n + 1) for n in range(60)]
+    with github_client(Settings.from_env(env), record_rates=False) as client:
+        gate = CheckRunGate(client, REPO, NAME, BodyGate(bench.config(), env, "the check run"))
+        # As a run killed after its first batch leaves it: in progress, 50 annotations.
+        assert gate.set(pr.head_sha, "pending", "review running", GateDetail("s", found[:50]))
+        patches = len(writes(bench, "PATCH"))
+        assert gate.set(pr.head_sha, "failure", "changes requested by kdev", GateDetail("s", found))
+    run = only(bench, pr.head_sha)
+    assert [a["start_line"] for a in run.annotations] == list(range(1, 61))  # none twice
+    [patch] = writes(bench, "PATCH")[patches:]
+    assert len(patch.body["output"]["annotations"]) == 10
+    assert patch.body["conclusion"] == "failure"
+
+
+def test_a_summary_over_githubs_limit_is_cut_to_fit(bench: Bench) -> None:
+    bench, _ = as_app(bench)
+    env = {**(bench.app_env or {}), "GITHUB_API_URL": bench.sim.url}
+    pr = bench.sim.open_pr(REPO, "f", {"a.py": "1\n"})
+    with github_client(Settings.from_env(env), record_rates=False) as client:
+        gate = CheckRunGate(client, REPO, NAME, BodyGate(bench.config(), env, "the check run"))
+        assert gate.set(pr.head_sha, "success", "approved by kdev", GateDetail("x" * 70000))
+    summary = only(bench, pr.head_sha).output["summary"]
+    assert len(summary) <= 65535 and summary.endswith("cut to fit one comment)_\n")
