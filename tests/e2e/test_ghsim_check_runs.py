@@ -73,6 +73,13 @@ def test_a_run_goes_queued_then_completed_and_annotations_append(checks: Checks)
         headers={"Authorization": f"Bearer {TOKEN}"},  # anyone may read them
     ).json()
     assert [r["id"] for r in listed["check_runs"]] == [run["id"]]
+    assert listed["check_runs"][0]["output"]["annotations_count"] == 51
+    by_app = checks.client.get(
+        f"/repos/{REPO}/commits/{checks.head}/check-runs",
+        params={"app_id": run["app"]["id"] + 1},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ).json()
+    assert by_app["total_count"] == 0  # another App's runs only: none
 
 
 @pytest.mark.parametrize(
