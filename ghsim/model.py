@@ -233,6 +233,12 @@ class CheckRun:
     conclusion: str | None
     started_at: datetime
     completed_at: datetime | None
+    # What the Checks API sets (ghsim/checkruns.py): the App that made it (None: a test's
+    # set_check_run), its external_id, output title/summary/text and every annotation.
+    app_id: int | None = None
+    external_id: str = ""
+    output: dict[str, str] = field(default_factory=dict)
+    annotations: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ghsim.apps import App, app_json
 from ghsim.model import CheckRun, CommitStatus, Pull, Repo, iso, node_id
 from ghsim.payload_templates import CHECK_RUNS, COMBINED_STATUS, STATUS, fill
 from ghsim.render_shared import SharedRenderer
@@ -39,24 +40,28 @@ class CheckRenderer(SharedRenderer):
             base=side(template["base"], pr.repo, pr.base_ref, base_sha),
         )
 
-    def check_run(self, run: CheckRun, pulls: list[tuple[Pull, str]]) -> dict[str, Any]:
+    def check_run(
+        self, run: CheckRun, pulls: list[tuple[Pull, str]], app: App | None = None
+    ) -> dict[str, Any]:
+        """A check run; ``app`` the App that made it through the Checks API (None: the
+        template's App, for a run a test set)."""
         api_repo, html_repo = self.repo_api(run.repo), self.repo_html(run.repo)
         template = CHECK_RUNS["check_runs"][0]
         url = f"{api_repo}/check-runs/{run.id}"
         output = fill(
             copy.deepcopy(template["output"]),
-            title=f"{run.name}: {run.conclusion or run.status}",
-            summary=f"{run.name} is {run.status}",
-            text="",
-            annotations_count=0,
+            title=run.output.get("title", f"{run.name}: {run.conclusion or run.status}"),
+            summary=run.output.get("summary", f"{run.name} is {run.status}"),
+            text=run.output.get("text", ""),
+            annotations_count=len(run.annotations),
             annotations_url=f"{url}/annotations",
         )
-        return fill(
+        made = fill(
             copy.deepcopy(template),
             id=run.id,
             head_sha=run.head_sha,
             node_id=node_id("CheckRun", run.id),
-            external_id="",
+            external_id=run.external_id,
             url=url,
             html_url=f"{html_repo}/runs/{run.id}",
             details_url=f"{html_repo}/runs/{run.id}",
@@ -69,6 +74,9 @@ class CheckRenderer(SharedRenderer):
             check_suite={"id": run.id},
             pull_requests=[self._check_pull_ref(pr, base_sha) for pr, base_sha in pulls],
         )
+        if app is not None:
+            made["app"] = app_json(self, app)
+        return made
 
     def commit_status(self, s: CommitStatus) -> dict[str, Any]:
         return fill(

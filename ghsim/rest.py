@@ -336,10 +336,14 @@ def list_check_runs(ctx: Ctx, owner: str, name: str, ref: str) -> dict[str, Any]
         runs = [r for r in runs if r.name == ctx.query["check_name"]]
     if "status" in ctx.query:
         runs = [r for r in runs if r.status == ctx.query["status"]]
+    if "app_id" in ctx.query:
+        runs = [r for r in runs if str(r.app_id) == ctx.query["app_id"]]
     runs.sort(key=lambda r: r.id, reverse=True)
     pulls = _pulls_with_head(ctx, repo, sha)
     page = _paginate(ctx, runs)
-    return {"total_count": len(runs), "check_runs": [ctx.render.check_run(r, pulls) for r in page]}
+    apps = {r.app_id: ctx.sim.app(r.app_id) for r in page if r.app_id is not None}
+    shown = [ctx.render.check_run(r, pulls, apps.get(r.app_id)) for r in page]
+    return {"total_count": len(runs), "check_runs": shown}
 
 
 @route("GET", "/repos/{owner}/{repo}/commits/{ref}/status")

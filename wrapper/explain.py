@@ -213,7 +213,8 @@ def build_timeline(
         code = e.outcome if e.reason == e.outcome else f"{e.outcome}:{e.reason}"
         gate = e.merge_gate or {}
         why = f": {gate['reason']}" if "reason" in gate else ""
-        shown = f" [{gate.get('context')} {gate.get('state')} {gate.get('action')}{why}]"
+        kind = "check run " if gate.get("kind") == "check run" else ""
+        shown = f" [{kind}{gate.get('context')} {gate.get('state')} {gate.get('action')}{why}]"
         text = f"{code}{extra} head {e.head_sha[:7]}{detail}{shown if gate else ''}"
         timeline.append(Line(e.at, f"kdev {e.command}", text))
     for row in rows:

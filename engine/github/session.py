@@ -253,17 +253,17 @@ class GitHubSession(Closable):
         body: Mapping[str, Any] | None = None,
         expect: type[T],
     ) -> T:
-        """One unconditional ``GET`` or ``POST`` of ``{api_url}/{path}`` (a POST sends
-        ``body`` as JSON); returns the answer's JSON, which must be of type ``expect``
-        (``dict`` or ``list``), else ``malformed_payload``. A GET must answer 200, a POST
-        200 or 201; never retried, errors translated as for every request."""
-        if method not in ("GET", "POST"):
-            raise InvalidInput(f"a request is GET or POST, got {method!r}", "invalid_method")
+        """One unconditional ``GET``, ``POST`` or ``PATCH`` of ``{api_url}/{path}`` (a write
+        sends ``body``); its JSON, of type ``expect`` (else ``malformed_payload``): GET and
+        PATCH answer 200, POST 200 or 201; never retried, errors translated as always."""
+        if method not in ("GET", "POST", "PATCH"):
+            raise InvalidInput(f"a request is GET, POST or PATCH, not {method!r}", "invalid_method")
         url = self._url(path, params)
         if method == "GET":
             response = self._send("GET", url)
         else:
-            response = self._send("POST", url, json_body=dict(body or {}), ok=(200, 201))
+            ok = (200,) if method == "PATCH" else (200, 201)
+            response = self._send(method, url, json_body=dict(body or {}), ok=ok)
         return self._json(response, expect, url)
 
     def graphql(

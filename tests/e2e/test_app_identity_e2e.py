@@ -78,9 +78,13 @@ def test_a_pr_is_reviewed_as_the_bot_and_a_refused_token_is_refreshed_mid_pass(
     reviews = sim.reviews(REPO, pr.number)
     assert reviews  # the round, posted as one review (review_post)
     authors = {c.user.login for c in sim.comments(REPO)} | {r.user.login for r in reviews}
-    statuses = sim.statuses_for(sim.repo(REPO), sim.pull(REPO, pr.number).head_sha)
-    authors |= {s.creator.login for s in statuses}
-    assert statuses and authors == {BOT}
+    assert authors == {BOT}
+    # As an App the merge gate is the App's check run, not a commit status (D109).
+    head = sim.pull(REPO, pr.number).head_sha
+    assert sim.statuses_for(sim.repo(REPO), head) == []
+    [gate] = sim.check_runs_for(sim.repo(REPO), head)
+    assert gate.name == "kdev/review" and gate.app_id == app.app.id
+    assert sim.app(gate.app_id).bot.login == BOT
     # With review_post off the round is a PR comment (the github-comment notice): the
     # bot's too, and the next pass takes the shared token without minting.
     config = Path(loop.env["KDEV_CONFIG"])
@@ -209,4 +213,5 @@ def test_tokens_that_age_out_within_a_pass_are_refreshed_before_github_refuses_t
     assert loop.outcomes(loop.engine_pass()) == [(pr.number, "reviewed")]
     assert minted(sim) >= 2  # the engine's token aged out before kdev was done with it
     assert [r.path for r in sim.requests if r.status == 401] == []
-    assert {s.creator.login for s in sim.statuses_for(sim.repo(REPO), pr.head_sha)} == {BOT}
+    [gate] = sim.check_runs_for(sim.repo(REPO), pr.head_sha)  # the App's (D109)
+    assert (gate.name, gate.app_id, gate.conclusion) == ("kdev/review", app.app.id, "failure")

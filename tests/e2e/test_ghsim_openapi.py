@@ -94,6 +94,14 @@ UNLISTED_STATUSES = {
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}", 422): "validation-error",
     ("POST", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", 404): "basic-error",
     ("POST", "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", 404): "basic-error",
+    # Create and update a check run list only their success (201, 200), although GitHub
+    # answers 403 to a credential that is not an App's, 422 to an invalid request and 404
+    # to an unknown run (ghsim/checkruns.py).
+    ("POST", "/repos/{owner}/{repo}/check-runs", 403): "basic-error",
+    ("POST", "/repos/{owner}/{repo}/check-runs", 422): "basic-error",
+    ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", 403): "basic-error",
+    ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", 404): "basic-error",
+    ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", 422): "basic-error",
 }
 
 
@@ -352,6 +360,39 @@ def app_requests(s: Scenario) -> list[tuple[str, str, Any, int, str]]:
         ("POST", tokens, None, 401, TOKEN),
         ("GET", f"/repos/{REPO}/installation", None, 200, jwt),
         ("GET", "/repos/nobody/nothing/installation", None, 404, jwt),
+        *check_run_requests(s),
+    ]
+
+
+def check_run_requests(s: Scenario) -> list[tuple[str, str, Any, int, str]]:
+    """Issue 30's check-run writes, with the installation token only an App holds."""
+    r, head = f"/repos/{REPO}", s.head
+    token, _ = s.sim.issue_installation_token(s.app.installation)
+    made = httpx.post(
+        f"{s.sim.url}{r}/check-runs",
+        json={"name": "kdev/review", "head_sha": head, "status": "in_progress"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert made.status_code == 201, made.text
+    run = f"{r}/check-runs/{made.json()['id']}"
+    note = {"path": "a.txt", "start_line": 1, "end_line": 1, "annotation_level": "failure",
+            "message": "m"}  # fmt: skip
+    out = {"title": "t", "summary": "s", "annotations": [note]}
+    return [
+        ("POST", f"{r}/check-runs", {"name": "c", "head_sha": head, "output": out}, 201, token),
+        ("POST", f"{r}/check-runs", {"name": "c", "head_sha": head}, 403, TOKEN),  # not an App
+        ("POST", f"{r}/check-runs", {"name": "c"}, 422, token),
+        (
+            "POST",
+            f"{r}/check-runs",
+            {"name": "c", "head_sha": head, "status": "completed"},
+            422,
+            token,
+        ),  # fmt: skip
+        ("PATCH", run, {"conclusion": "success", "output": {"summary": "ok"}}, 200, token),
+        ("PATCH", run, {"output": {"summary": "x", "annotations": [note] * 51}}, 422, token),
+        ("PATCH", run, {"conclusion": "success"}, 403, TOKEN),
+        ("PATCH", f"{r}/check-runs/1", {"conclusion": "success"}, 404, token),
     ]
 
 

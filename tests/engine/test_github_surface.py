@@ -267,3 +267,18 @@ def test_every_public_name_resolves() -> None:
         assert getattr(gh, name) is not None, name
     with pytest.raises(AttributeError):
         _ = gh.parse_pull  # deleted: it had no callers (issue 16)
+
+
+def test_a_patch_sends_its_body_and_must_answer_200() -> None:
+    seen: list[tuple[str, bytes]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.content))
+        return httpx.Response(200 if len(seen) == 1 else 201, json={"id": 1})
+
+    with mocked(answer) as client:
+        path = "repos/octo/widgets/check-runs/1"
+        assert client.request("PATCH", path, body={"status": "in_progress"}, expect=dict)
+        with pytest.raises(GitHubHttpError):  # a PATCH answers 200, nothing else
+            client.request("PATCH", path, body={}, expect=dict)
+    assert seen[0] == ("PATCH", b'{"status":"in_progress"}')

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from engine.config import Settings
-from engine.github.client import GitHubClient
+from engine.github.client import GitHubClient, github_client
 from ghsim import GitHubSim
 from wrapper.config import KdevConfig
 from wrapper.ledger.ledger import Ledger
@@ -48,6 +48,8 @@ class Bench:
     checkout: Path
     root: Path
     token: str
+    # A GitHub App's variables (tests/appkit.py): kdev reviews as the App, not the token.
+    app_env: dict[str, str] | None = None
 
     def config(self, **overrides: Any) -> KdevConfig:
         data: dict[str, Any] = {
@@ -77,15 +79,19 @@ class Bench:
         notify_to: str | None = None,
         reviewer_transport: httpx.BaseTransport | None = None,
     ) -> Any:
-        settings = Settings(github_api_url=self.sim.url, github_token=self.token)
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(self.root),
             "PYTHONPATH": str(ROOT),
-            "GITHUB_TOKEN": self.token,
+            **({"GITHUB_TOKEN": self.token} if self.app_env is None else self.app_env),
             **(environ or {}),
         }
-        with GitHubClient(settings) as client:
+        if self.app_env is None:
+            made = GitHubClient(Settings(github_api_url=self.sim.url, github_token=self.token))
+        else:  # the App's installation token, as kdev's own client gets it
+            settings = Settings.from_env({**env, "GITHUB_API_URL": self.sim.url})
+            made = github_client(settings, record_rates=False)
+        with made as client:
             ctx = ReviewContext(
                 config=config or self.config(),
                 ledger=self.ledger(),

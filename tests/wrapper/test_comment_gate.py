@@ -224,18 +224,26 @@ def test_a_body_with_a_secret_is_posted_on_no_path(
 
 _WRITES = {
     "post_issue_comment", "post_line_comment", "post_rest", "create_review", "create_status",
-    "create_reaction",
+    "create_reaction", "create_check_run", "update_check_run",
 }  # fmt: skip
 # Where a write is defined rather than used: the generic POST of kdev's own GitHub calls
-# (gh_reviews.py: reviews with line comments and statuses, issue 27).
-_DEFINES_WRITES = {"gh.py", "gh_reviews.py"}
+# (gh_reviews.py: reviews with line comments and statuses, issue 27; gh_checks.py: check
+# runs, issue 30).
+_DEFINES_WRITES = {"gh.py", "gh_reviews.py", "gh_checks.py"}
 # The two writes that carry several bodies or none, each called in one module only: a
 # round's review, whose every body round_post prepares with wrapper.post.PostingContext.prepare
 # (the gate's steps 1-2) before the one POST, and whose ids it records after
 # (tests/wrapper/test_round_post.py: a secret in a finding posts nothing); and the merge
 # gate's commit status, fixed text of ours checked by the secret canary
-# (tests/wrapper/test_merge_gate.py). Any other caller fails the scan.
-_GATED_IN = {"create_review": "review/round_post.py", "create_status": "review/merge_gate.py"}
+# (tests/wrapper/test_merge_gate.py); and the check-run gate's writes, whose title,
+# summary and annotation messages it prepares with wrapper.post.BodyGate (the gate's steps
+# 1-2; tests/wrapper/test_check_gate.py: a secret sends nothing). Any other caller fails.
+_GATED_IN = {
+    "create_review": "review/round_post.py",
+    "create_status": "review/merge_gate.py",
+    "create_check_run": "review/check_gate.py",
+    "update_check_run": "review/check_gate.py",
+}
 
 
 def _write_name(node: ast.Call) -> str:

@@ -63,6 +63,7 @@ def environ(bench: Bench) -> dict[str, str]:
         "HOME": str(bench.root),
         "PYTHONPATH": str(ROOT),
         "GITHUB_TOKEN": bench.token,
+        **(bench.app_env or {}),  # an App's variables name the gate a check run (D109)
     }
 
 

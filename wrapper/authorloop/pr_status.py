@@ -116,7 +116,8 @@ class PrStatus:
         if self.merge_gate is not None:
             gate = self.merge_gate
             said = f" ({gate['description']})" if gate["description"] else ""
-            out.append(f"merge gate {gate['context']}: {gate['state'] or 'not set'}{said}")
+            kind = "check run " if gate.get("kind") == "check run" else ""
+            out.append(f"merge gate {kind}{gate['context']}: {gate['state'] or 'not set'}{said}")
         return out
 
     def _posting_line(self) -> str:
@@ -175,10 +176,16 @@ def ci_summary(runs: list[Any]) -> tuple[dict[str, str], str]:
 
 
 def pr_status(
-    github: GitHubClient, ledger: Ledger, repo: str, pr: int, gate_context: str | None = None
+    github: GitHubClient,
+    ledger: Ledger,
+    repo: str,
+    pr: int,
+    gate_context: str | None = None,
+    gate_check: bool = False,
 ) -> PrStatus:
     """Read everything :class:`PrStatus` reports (GitHub errors propagate as KdevError);
-    ``gate_context``: the merge gate's status context, when the gate is on."""
+    ``gate_context``: the merge gate's status context (or, with ``gate_check``, its
+    check run's name: kdev is a GitHub App, D109), when the gate is on."""
     gate = None
     try:
         pull = get_pull(github, repo, pr)
@@ -190,7 +197,7 @@ def pr_status(
             items_key="check_runs",
         ).body
         if gate_context is not None:
-            gate = gate_at(github, repo, head, gate_context)
+            gate = gate_at(github, repo, head, gate_context, gate_check)
     except GitHubError as exc:
         raise KdevError(
             f"cannot read {repo} #{pr}: {exc.message} [{exc.reason}]", "github_read_failed"

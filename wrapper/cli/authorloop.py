@@ -169,14 +169,17 @@ def pr_status_cmd(
 ) -> None:
     """Merge readiness: review rounds, feedback by priority, open threads, CI at the head."""
     from wrapper.authorloop.pr_status import pr_status
-    from wrapper.review.merge_gate import gate_settings
+    from wrapper.credentials import kdev_environ
+    from wrapper.review.merge_gate import gate_is_check, gate_settings
 
     def work() -> None:
         config, ledger = open_ledger(reviews_dir)
         check_repo(repo)
         gate = gate_settings(config, repo)
         with open_github() as client:
-            status = pr_status(client, ledger, repo, pr, gate.context if gate.enabled else None)
+            context = gate.context if gate.enabled else None
+            check = gate_is_check(kdev_environ())
+            status = pr_status(client, ledger, repo, pr, context, check)
         if as_json:
             typer.echo(json.dumps(status.to_json()))
         else:

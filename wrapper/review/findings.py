@@ -66,6 +66,12 @@ def signed_by(body: str) -> str | None:
     return found.group(1) if found else None
 
 
+def named_paths(output: str) -> set[str]:
+    """Every ``path`` that a ``path:line`` of ``output`` names (a check run's annotations
+    may sit on any path of the repository, changed or not)."""
+    return {loc.group(1) for loc in _LOCATION.finditer(output)}
+
+
 def parse_findings(agent: str, output: str, changed_files: Iterable[str]) -> list[Finding]:
     """Every finding line of ``output`` in order (see the module doc)."""
     changed = set(changed_files)

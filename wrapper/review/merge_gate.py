@@ -19,29 +19,35 @@ status of its context differs in state or description (GitHub keeps at most 1000
 statuses per sha and context).
 
 :class:`MergeGate` is the one interface the workflow sees; :class:`StatusGate` sets
-commit statuses with kdev's token. A check-run gate for a GitHub App identity is another
-implementation of it. A gate that cannot be set (a GitHub failure, a description holding
-a secret) is logged at WARNING with its reason code and shown in the run's report
-(``merge_gate``): it never turns a decided review into a failure, and never replaces the
-error of a run that failed. The gate is off unless ``merge_gate.enabled``
-(:mod:`wrapper.config_gate`).
+commit statuses with kdev's token; when kdev is a GitHub App the gate is a check run
+instead (:class:`wrapper.review.check_gate.CheckRunGate`, D109), which also shows the
+round's summary and findings (:mod:`wrapper.review.gate_detail`). A gate that cannot be
+set (a GitHub failure, a description holding a secret) is logged at WARNING with its
+reason code and shown in the run's report (``merge_gate``): it never turns a decided
+review into a failure, and never replaces the error of a run that failed. The gate is
+off unless ``merge_gate.enabled`` (:mod:`wrapper.config_gate`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from engine.errors import LiError
 from engine.github import GitHubClient, GitHubError
+from engine.github.appconfig import app_config_from
 from wrapper.config import KdevConfig
 from wrapper.config_gate import MergeGateSettings
 from wrapper.errors import KdevError, Outcome
+from wrapper.gh_checks import list_check_runs
 from wrapper.gh_reviews import MAX_STATUS_DESCRIPTION, combined_status, create_status
 from wrapper.leakscan import known_secrets, refuse_leak, withhold_leak
+from wrapper.post import BodyGate
+from wrapper.review.check_gate import AS_CHECK, CheckRunGate, GateDetail, external_id
 from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest
+from wrapper.review.gate_detail import round_detail
 
 GateState = Literal["success", "failure", "pending", "error"]
 
@@ -64,10 +70,18 @@ class MergeGate(Protocol):
         """The context (or check name) branch protection requires."""
         ...
 
-    def set(self, head_sha: str, state: GateState, description: str) -> bool:
-        """Show ``state`` with ``description`` on ``head_sha``. False when the newest one
-        there already says exactly that (nothing is written); a KdevError (with its
-        reason code) when it cannot be read or written."""
+    @property
+    def kind(self) -> str:
+        """``status`` or ``check run``: what branch protection is to require."""
+        ...
+
+    def set(
+        self, head_sha: str, state: GateState, description: str, detail: GateDetail | None = None
+    ) -> bool:
+        """Show ``state`` with ``description`` on ``head_sha`` (and ``detail``, the
+        round's summary and findings, where the gate has room for them). False when the
+        newest one there already says exactly that (nothing is written); a KdevError
+        (with its reason code) when it cannot be read or written."""
         ...
 
 
@@ -86,7 +100,14 @@ class StatusGate:
     def name(self) -> str:
         return self.context
 
-    def set(self, head_sha: str, state: GateState, description: str) -> bool:
+    @property
+    def kind(self) -> str:
+        return "status"
+
+    def set(
+        self, head_sha: str, state: GateState, description: str, detail: GateDetail | None = None
+    ) -> bool:
+        del detail  # a status has a description only
         refuse_leak(description, self.secrets, f"the {self.context} status description")
         where = f"the {self.context} status of {head_sha[:12]} in {self.repo}"
         try:
@@ -121,9 +142,25 @@ def gate_settings(config: KdevConfig, repo: str) -> MergeGateSettings:
     return config.merge_gate
 
 
-def gate_at(github: GitHubClient, repo: str, head: str, context: str) -> dict[str, str | None]:
-    """The newest status of ``context`` at ``head`` (state and description None: none),
-    as ``kdev pr-status`` and the sweep's digest show it. GitHub errors propagate."""
+def gate_is_check(environ: Mapping[str, str]) -> bool:
+    """Whether the gate is a check run: kdev's identity is a GitHub App (D109)."""
+    return app_config_from(environ) is not None
+
+
+def gate_at(
+    github: GitHubClient, repo: str, head: str, context: str, check: bool = False
+) -> dict[str, str | None]:
+    """The gate at ``head`` as ``kdev pr-status`` and the sweep's digest show it: the
+    newest status of ``context`` or, with ``check``, kdev's check run of that name
+    (its conclusion, else its status; its title). State and description None: none.
+    GitHub errors propagate."""
+    if check:
+        runs = list_check_runs(github, repo, head, context)
+        mine = [r for r in runs if r.external_id == external_id(head)]
+        run = mine[0] if mine else None
+        state = None if run is None else (run.conclusion or run.status)
+        title = None if run is None else run.title
+        return {"context": context, "kind": "check run", "state": state, "description": title}
     latest = combined_status(github, repo, head).latest(context)
     state, description = latest if latest is not None else (None, None)
     return {"context": context, "state": state, "description": description}
@@ -145,11 +182,13 @@ def shown_for(report: ReviewReport) -> tuple[GateState, str] | None:
 @dataclass
 class GateRun:
     """The gate of one ``review_pr`` run: the head it is aimed at (known once step 1 has
-    resolved it) and the gate, or None when the gate is off."""
+    resolved it) and the gate, or None when the gate is off; ``detail_of`` the summary
+    and findings a decided report shows (a check-run gate's, D109)."""
 
     gate: MergeGate | None
     head_sha: str
     secrets: Sequence[str] = ()  # withheld from what is logged
+    detail_of: Callable[[ReviewReport], GateDetail | None] | None = None
 
     def aim(self, head_sha: str) -> None:
         """The head the run decides (resolved in step 1)."""
@@ -165,7 +204,10 @@ class GateRun:
         if shown is None:
             return report
         self.head_sha = report.head_sha
-        result = self._set(*shown)
+        detail = None
+        if self.gate is not None and self.detail_of is not None:
+            detail = self.detail_of(report)
+        result = self._set(*shown, detail)
         return report if result is None else replace(report, merge_gate=result)
 
     def failed(self, reason: str) -> None:
@@ -176,7 +218,9 @@ class GateRun:
         except Exception as problem:
             log.warning("the merge gate failed: %s [%s]", type(problem).__name__, reason)
 
-    def _set(self, state: GateState, description: str) -> dict[str, str] | None:
+    def _set(
+        self, state: GateState, description: str, detail: GateDetail | None = None
+    ) -> dict[str, str] | None:
         if self.gate is None:
             return None
         if not self.head_sha:
@@ -184,13 +228,17 @@ class GateRun:
             return None
         description = description[:MAX_STATUS_DESCRIPTION]
         result = {"context": self.gate.name, "state": state, "description": description}
+        if self.gate.kind == "check run":
+            status, conclusion = AS_CHECK[state]
+            result = {**result, "kind": "check run", "state": conclusion or status}
         try:
-            changed = self.gate.set(self.head_sha, state, description)
+            changed = self.gate.set(self.head_sha, state, description, detail)
         except LiError as exc:
             shown = withhold_leak(KdevError(exc.message, exc.reason), self.secrets)
             log.warning(
-                "the %s status of %s was not set: %s [%s]",
+                "the %s %s of %s was not set: %s [%s]",
                 self.gate.name,
+                self.gate.kind,
                 self.head_sha[:12],
                 shown.message,
                 shown.reason,
@@ -200,10 +248,16 @@ class GateRun:
 
 
 def open_gate(ctx: ReviewContext, req: ReviewRequest) -> GateRun:
-    """The gate of a run for ``req`` (a :class:`StatusGate`, or none when it is off)."""
+    """The gate of a run for ``req``: a :class:`CheckRunGate` when kdev is a GitHub App,
+    else a :class:`StatusGate`; none when it is off."""
     settings = gate_settings(ctx.config, req.repo)
     if not settings.enabled:
         return GateRun(None, req.head_sha)
     secrets = known_secrets(ctx.config, ctx.environ)
+    if gate_is_check(ctx.environ):
+        what = f"the {settings.context} check run for {req.repo} #{req.pr}"
+        body = BodyGate(ctx.config, ctx.environ, what)
+        check = CheckRunGate(ctx.github, req.repo, settings.context, body)
+        return GateRun(check, req.head_sha, secrets, lambda r: round_detail(ctx, req, r))
     gate = StatusGate(ctx.github, req.repo, settings.context, secrets)
     return GateRun(gate, req.head_sha, secrets)

@@ -9,7 +9,7 @@ from engine.github import GitHubError, PullRequest
 from wrapper.config import NotifyTarget
 from wrapper.gh import pull_graph
 from wrapper.notify import Notification
-from wrapper.review.merge_gate import gate_at, gate_settings
+from wrapper.review.merge_gate import gate_at, gate_is_check, gate_settings
 from wrapper.sweep.config import RepositoryEntry
 from wrapper.sweep.context import SweepContext, send_to, targets_for
 from wrapper.sweep.decide import is_verdict_clean, wants_digest
@@ -51,11 +51,13 @@ def _gate_column(ctx: SweepContext, repo: str, head: str) -> str | None:
     settings = gate_settings(ctx.kdev, repo)
     if not settings.enabled:
         return None
+    check = gate_is_check(ctx.environ)
+    name = f"check run {settings.context}" if check else settings.context
     try:
-        shown = gate_at(ctx.github, repo, head, settings.context)
+        shown = gate_at(ctx.github, repo, head, settings.context, check)
     except GitHubError as exc:
-        return f"{settings.context} unreadable [{exc.reason}]"
-    return f"{settings.context} {shown['state'] or 'not set'}"
+        return f"{name} unreadable [{exc.reason}]"
+    return f"{name} {shown['state'] or 'not set'}"
 
 
 def digest_notification(rows: Sequence[DigestRow]) -> Notification:
