@@ -870,3 +870,36 @@ def test_the_one_jsonl_append_refuses_a_line_that_spans_lines(tmp_path: Path) ->
     assert caught.value.reason == "invalid_record"
     lines, stat = jsonl.read_lines(path)
     assert lines == [(1, '{"n": 1}')] and stat is not None and stat.st_mode & 0o777 == 0o600
+
+
+def test_a_new_ledger_directory_is_never_seen_without_its_format_marker(
+    tmp_path: Path,
+) -> None:
+    """A kdev that starts while another is creating the ledger must not take the new
+    directory for an old ledger (no marker) and move the other's fresh index aside: the
+    directory appears with its marker inside (CI once lost 1 of 60 concurrent entries).
+    A watcher lists the parent while a child creates 300 ledgers one after another."""
+    base = tmp_path / "base"
+    base.mkdir()
+    creator = (
+        CHILD_PRELUDE
+        + """
+for n in range(300):
+    Ledger(reviews / f"reviews-{n}").record_index(
+        "acme/widgets", 7, "a" * 40,
+        IndexEntry("1" * 40, "APPROVE", datetime(2025, 3, 1, tzinfo=UTC)))
+"""
+    )
+    child = subprocess.Popen([sys.executable, "-c", creator, str(base)])
+    unmarked: set[str] = set()
+    seen: set[str] = set()
+    while child.poll() is None:
+        for name in os.listdir(base):
+            if name.startswith("."):
+                continue
+            seen.add(name)
+            if not (base / name / "ledger-format").exists() and (base / name).is_dir():
+                unmarked.add(name)
+    assert child.wait(timeout=CHILD_TIMEOUT) == 0
+    assert len(seen) > 50 and unmarked == set()
+    assert [p for p in base.iterdir() if p.name.startswith(".")] == []

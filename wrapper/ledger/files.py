@@ -20,7 +20,7 @@ from pathlib import Path
 
 from wrapper.config import check_repo
 from wrapper.errors import ConfigError, LedgerError
-from wrapper.ledger.format import upgrade_ledger, write_format_marker
+from wrapper.ledger.format import create_ledger_dir, upgrade_ledger
 from wrapper.ledger.records import (
     DIR_MODE,
     FILE_MODE,
@@ -110,7 +110,10 @@ class LedgerFiles:
             current = current.parent
         for path in reversed(missing):
             try:
-                os.mkdir(path, DIR_MODE)
+                if path == self.reviews_dir:
+                    create_ledger_dir(path)  # born with its format marker
+                else:
+                    os.mkdir(path, DIR_MODE)
             except FileExistsError:
                 if not path.is_dir():
                     raise LedgerError(
@@ -118,11 +121,6 @@ class LedgerFiles:
                     ) from None
             except OSError as exc:
                 raise write_failed(path, exc) from None
-        if self.reviews_dir in missing:
-            try:
-                write_format_marker(self.reviews_dir)
-            except OSError as exc:
-                raise write_failed(self.reviews_dir, exc) from None
 
     def atomic_write(self, path: Path, text: str) -> None:
         """temp file in the same directory -> flush + fsync -> os.replace -> fsync dir."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from wrapper.errors import LedgerError
@@ -45,6 +47,25 @@ def write_format_marker(reviews_dir: Path) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temp, reviews_dir / FORMAT_FILE)
+
+
+def create_ledger_dir(reviews_dir: Path) -> None:
+    """Creates ``reviews_dir`` (its parent exists) with its marker already inside: a
+    hidden sibling made 0700, the marker written into it, then renamed into place. A
+    ledger directory is never seen without its marker, so a kdev starting beside the one
+    that creates it never takes it for an old ledger and moves another's fresh index
+    aside (:func:`upgrade_ledger`). When another process's rename won, its directory
+    stands and this one's copy is removed. A kill before the rename leaves only the
+    hidden ``.<name>.new-*`` sibling, which nothing reads. OSError when it cannot."""
+    staging = Path(tempfile.mkdtemp(dir=reviews_dir.parent, prefix=f".{reviews_dir.name}.new-"))
+    try:
+        os.chmod(staging, _DIR_MODE)
+        write_format_marker(staging)
+        os.rename(staging, reviews_dir)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not reviews_dir.is_dir():
+            raise
 
 
 def _legacy_files(pr_dir: Path) -> list[Path]:
