@@ -48,7 +48,9 @@ class Route:
 class InstallationRouter:
     """Repositories to installations, one client (token, pacer) per installation.
 
-    ``transport`` replaces the network for the App's own calls and every client;
+    ``transport`` replaces the network of every installation's client (not of the
+    App's own calls: an ``httpx.Client`` closes its transport as it is left, and the
+    token source leaves one for each mint);
     ``pacer`` makes an installation's pacer from its identity (default: the process-wide
     :func:`~engine.github.pacing.pacer_for` at the settings' rate; a test passes pacers
     on its own clock); ``clock`` dates tokens and kept refusals."""
@@ -95,7 +97,6 @@ class InstallationRouter:
         source = AppTokenSource(
             self.config.for_repository(repo),
             self._settings,
-            transport=self._transport,
             clock=self._clock,
         )
         try:
@@ -123,7 +124,6 @@ class InstallationRouter:
                 source = AppTokenSource(
                     self.config.for_installation(installation),
                     self._settings,
-                    transport=self._transport,
                     clock=self._clock,
                 )
                 client = self._clients[installation] = GitHubClient(
