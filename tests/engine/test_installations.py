@@ -242,3 +242,22 @@ def test_one_installations_spent_bucket_never_delays_anothers_polls(world: World
         held.gate.set()
         engine.close()
     assert sorted(engine._lanes.lanes()) == sorted([world.alpha, world.beta])
+
+
+def test_a_fired_command_gets_its_events_one_installation(world: World) -> None:
+    from engine.github import github_client
+    from engine.poll.handover import github_environment
+
+    routed = world.settings(f"alpha={world.alpha}")
+    handed = github_environment(routed, {}, "alpha/one")  # type: ignore[arg-type]
+    assert handed["GITHUB_APP_INSTALLATION_ID"] == str(world.alpha)
+    assert handed["GITHUB_APP_TOKEN_CACHE"] == str(
+        world.cache / f"{world.app_id}-{world.alpha}.json"
+    )
+    assert "GITHUB_APP_INSTALLATIONS" not in handed
+    found = github_environment(routed, {}, "beta/one")  # type: ignore[arg-type]
+    assert found["GITHUB_APP_REPOSITORY"] == "beta/one"
+    assert "GITHUB_APP_INSTALLATION_ID" not in found
+    with pytest.raises(ConfigError) as caught:
+        github_client(routed)  # type: ignore[arg-type]
+    assert caught.value.reason == "invalid_app_config"
