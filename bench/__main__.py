@@ -19,6 +19,7 @@ from bench import (
     findings,
     fire_overhead,
     health,
+    installations,
     ledger_window,
     legs,
     lifecycle_tokens,
@@ -51,6 +52,7 @@ FULL: dict[str, Any] = {
     "engine_warm": 4.0,
     "engine_window": 15.0,
     "mention_repos": 100,  # every 24 s: the load of 500 every 120 s
+    "installations": (10, 500, 120),  # installations x repositories every N s: the goal
     "findings_cases": None,  # every case of bench/data/findings_trace.json
     "lifecycle_prs": None,  # every PR of bench/data/lifecycle_trace.json.gz
 }
@@ -74,6 +76,7 @@ QUICK: dict[str, Any] = {
     "engine_warm": 3.0,
     "engine_window": 6.0,
     "mention_repos": 50,  # every 12 s
+    "installations": (2, 10, 10),
     "findings_cases": 5,
     "lifecycle_prs": 40,
 }
@@ -92,6 +95,7 @@ BENCHMARKS = (
     "verdicts",
     "engines",
     "mentions",
+    "installations",
     "bounds",
     "findings",
     "lifecycle",
@@ -207,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
                 int(sizes["mention_repos"]), None, 2, workdir, options.database_url
             )
             _emit([*mention_scale.report(backend, scaled), ""])
+        if "installations" in chosen:
+            count, per, every = sizes["installations"]
+            setups = installations.measure(count, per, every, 2, workdir, options.database_url)
+            _emit([*installations.report(setups), ""])
         if "bounds" in chosen:
             _emit([*bounds.report(bounds.measure(workdir)), ""])
         if "findings" in chosen:

@@ -93,6 +93,10 @@ class App:
     public_keys: list[str] = field(default_factory=list)  # PEM
     jwt_info: TokenInfo | None = None  # the JWT's rate-limit bucket holder
 
+    def as_dict(self) -> dict[str, Any]:
+        """What an RPC caller gets back (no key material)."""
+        return {"id": self.id, "slug": self.slug, "bot": self.bot.login}
+
 
 @dataclass
 class Installation:
@@ -105,6 +109,10 @@ class Installation:
     permissions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PERMISSIONS))
     # GitHub limits an installation, not each of its tokens: every token shares these.
     buckets: dict[str, RateBucket] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What an RPC caller gets back."""
+        return {"id": self.id, "app_id": self.app.id, "account": self.account.login}
 
 
 class AppSim(SimCore):

@@ -60,7 +60,7 @@ RPC_METHODS = frozenset(
     thread_resolved minimized protect_branch unprotect_branch add_ruleset grant_admin
     add_review_bot review_bots create_review review_comments create_status apply_suggestion
     create_app add_app_key revoke_app_key install_app suspend_installation unsuspend_installation
-    set_token_lifetime
+    set_token_lifetime enforce_secondary_limits secondary_usage reset_secondary_usage
     """.split()
 )
 
@@ -76,6 +76,7 @@ class Outgoing:
     # bytes instead of ``body``; ``drip`` sends ``body`` a byte every ``drip`` seconds.
     huge: int | None = None
     drip: float | None = None
+    holder: str | None = None  # the secondary-limit holder in flight (ghsim/secondary.py)
 
 
 # == dispatch ================================================================================
@@ -165,6 +166,7 @@ class _Exchange:
     malformed: bool = False
     body_fault: Fault | None = None
     out_headers: dict[str, str] = field(default_factory=dict)
+    holder: str | None = None
 
     @property
     def resource(self) -> str | None:
@@ -246,6 +248,17 @@ def _mangled(ex: _Exchange, out: Outgoing) -> Outgoing:
     else:
         out.drip = fault.drip_seconds
     return out
+
+
+def _secondary_limit(sim: GitHubSim, ex: _Exchange) -> Answer | None:
+    """Charge the request's points to its holder; refuse it over an enforced limit."""
+    if ex.resource is None:
+        return None
+    ex.holder = sim.charge_secondary(ex.info, ex.method)
+    if ex.holder is not None:
+        return None
+    ex.out_headers["retry-after"] = "60"
+    return 403, error_body(SECONDARY_MESSAGE.format(request_id=ex.request_id), RATE_DOCS)
 
 
 def _primary_limit(sim: GitHubSim, ex: _Exchange) -> Answer | None:
@@ -349,9 +362,12 @@ def dispatch(
             _authenticate(sim, ex)
             or _injected_fault(sim, ex)
             or _primary_limit(sim, ex)
+            or _secondary_limit(sim, ex)
             or _routed(sim, ex)
         )
-        return _finish(sim, ex, *answer)
+        out = _finish(sim, ex, *answer)
+        out.holder = ex.holder
+        return out
 
 
 # == socket side =============================================================================
@@ -404,6 +420,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write_body(out)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        finally:
+            if out.holder is not None:
+                self.server.sim.secondary_done(out.holder)
 
     def _write_body(self, out: Outgoing) -> None:
         if out.huge is not None:

@@ -5,8 +5,9 @@ The helpers live one concern a module, each a base class on top of
 (git: open, push, sync, merge), ``pull_edits.py``, ``conversation.py``, ``checks.py``,
 ``reviews.py`` (creating reviews), ``outdating.py`` (what a push does to line
 comments), ``apps.py`` (GitHub Apps), ``suggestions.py``,
-``protection.py``, ``bots.py``, ``faults.py``, ``traffic.py`` (rate limits, request log)
-and ``facts.py`` (what the routes derive). Every helper takes ``self.lock``.
+``protection.py``, ``bots.py``, ``faults.py``, ``traffic.py`` (rate limits, request log),
+``secondary.py`` (secondary limits per installation) and ``facts.py`` (what the routes
+derive). Every helper takes ``self.lock``.
 
 The routes and the server are typed against this class; :class:`ghsim.sim.GitHubSim` adds
 the lifecycle (start, stop), which imports the server, so no module imports back.
@@ -24,6 +25,7 @@ from ghsim.outdating import OutdatingSim
 from ghsim.pull_edits import PullEditSim
 from ghsim.pulls import PullSim
 from ghsim.repos import RepoSim
+from ghsim.secondary import SecondarySim
 from ghsim.suggestions import SuggestionSim
 from ghsim.traffic import TrafficSim
 
@@ -38,6 +40,7 @@ class SimState(
     RepoSim,
     FactsSim,
     TrafficSim,
+    SecondarySim,
     FaultSim,
     AppSim,
 ):

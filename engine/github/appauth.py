@@ -173,9 +173,10 @@ class AppTokenSource:
 
     # -- minting --------------------------------------------------------------------------
 
-    def _mint(self) -> CachedToken:
+    def _app_http(self) -> httpx.Client:
+        """A client that speaks as the App itself (a fresh JWT), for its own routes."""
         jwt_token = mint_jwt(self.config.app_id, read_private_key(self.config), self._clock())
-        with httpx.Client(
+        return httpx.Client(
             headers={
                 "Accept": "application/vnd.github+json",
                 "X-GitHub-Api-Version": API_VERSION,
@@ -185,7 +186,17 @@ class AppTokenSource:
             timeout=self._timeout,
             transport=self._transport,
             follow_redirects=False,
-        ) as http:
+        )
+
+    def discover(self) -> int:
+        """The installation GitHub names for the configured repository (one
+        ``GET /repos/{owner}/{repo}/installation`` as the App); ``app_not_installed``
+        when the App is installed on no installation that covers it."""
+        with self._app_http() as http:
+            return self._installation(http)
+
+    def _mint(self) -> CachedToken:
+        with self._app_http() as http:
             installation = self._installation(http)
             where = f"POST /app/installations/{installation}/access_tokens"
             answer = self._call(http, "POST", f"app/installations/{installation}/access_tokens")

@@ -334,6 +334,14 @@ def github_client(
     is the App installation's, shared by every process (engine.github.appauth)."""
     source = None
     app = getattr(settings, "github_app", None)
+    if app is not None and app.many:  # an engine's router serves these (D110)
+        from engine.errors import ConfigError
+
+        raise ConfigError(
+            "GITHUB_APP_INSTALLATIONS names many installations; one client needs "
+            "GITHUB_APP_INSTALLATION_ID or GITHUB_APP_REPOSITORY",
+            "invalid_app_config",
+        )
     if app is not None:  # a GitHub App's installation token (issue 30)
         from engine.github.appauth import AppTokenSource
 

@@ -21,6 +21,7 @@ handed-over one (:func:`engine.run.runner.build_environment` applies it last).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from engine.config import Settings
@@ -48,11 +49,25 @@ def token_source_variable(environ: Mapping[str, str]) -> str | None:
     return None
 
 
-def github_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables a fired ``github_poll`` command gets without being listed."""
+def github_environment(
+    settings: Settings, environ: Mapping[str, str], repo: str | None = None
+) -> dict[str, str]:
+    """The variables a fired ``github_poll`` command gets without being listed. With many
+    installations (D110) the command gets one: the event's ``repo``'s configured
+    installation and its token file, else the repository itself (the command asks
+    GitHub for its installation, its token file named after the repository)."""
     handed = {API_URL_VARIABLE: settings.github_api_url}
-    if settings.github_app is not None:
-        handed.update(app_environment(settings.github_app))
+    app = settings.github_app
+    if app is not None and app.many and repo:
+        routed = app.routed(repo)
+        one = app.for_installation(routed) if routed else app.for_repository(repo)
+        if routed is None:
+            safe = repo.replace("/", "_")
+            one = replace(one, cache_path=app.cache_path / f"{app.app_id}-{safe}.json")
+        handed.update(app_environment(one))
+        return handed
+    if app is not None:
+        handed.update(app_environment(app))
         return handed
     source = token_source_variable(environ)
     if source is not None:

@@ -199,7 +199,8 @@ def _attempt(ctx: _Attempts, claim: Claim) -> FinishedRun:
         settings.read_environment(passthrough, environ),
     )
     if claim.trigger_type == TriggerType.GITHUB_POLL:  # the endpoint it polled with (D74)
-        env.update(github_environment(settings, os.environ if environ is None else environ))
+        given = os.environ if environ is None else environ
+        env.update(github_environment(settings, given, str(claim.context.get("repo") or "")))
     request = RunRequest(
         argv=argv,
         cwd=claim.cwd,

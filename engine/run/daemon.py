@@ -41,17 +41,19 @@ from engine.config import Settings
 from engine.errors import LiError
 from engine.github.client import GitHubClient, github_client
 from engine.github.etag import SqlEtagCache
+from engine.github.installations import InstallationRouter
 from engine.poll.pollpass import PassReport, poll_once
 from engine.run.actions import execute_claim, fire_schedule
 from engine.run.dispatch import Dispatcher
 from engine.run.inflight import Inflight
+from engine.run.lanes import PollLanes
 from engine.run.metrics import record_poll
 from engine.run.presence import EngineLock
 from engine.run.runbook import RunBook
 from engine.run.timer import HEARTBEAT_JOB_ID, RECOVERY_JOB_ID, SYNC_JOB_ID, Timer
 from engine.store import db as dbmod
 from engine.store.models import RunStatus, ScheduleRun, TriggerType
-from engine.store.pollstore import PollStore
+from engine.store.pollstore import PollStore, PollTicket
 from engine.store.retention import Pruned, RunRetention, prune
 from engine.store.store import Claim, FinishedRun, Store
 
@@ -68,12 +70,14 @@ class Engine:
         store: Store,
         clock: Callable[[], datetime] | None = None,
         github: GitHubClient | None = None,
+        router: InstallationRouter | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.polls = PollStore(store)
         self._github = github
         self._github_lock = threading.Lock()
+        self._router = router
         # One slot per running command, shared by cron/interval fires and poll events.
         self._slots = threading.BoundedSemaphore(settings.max_concurrent_actions)
         self._event_pool = FuturesPool(
@@ -83,6 +87,7 @@ class Engine:
         self._event_futures_lock = threading.Lock()
         self.clock = clock or store.clock
         self.engine_id = f"engine-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._lanes = PollLanes(settings.poll_threads, self.polls, self.engine_id)
         self.errors: collections.deque[str] = collections.deque(maxlen=10)
         self._lock: EngineLock | None = None
         self._stopping = threading.Event()
@@ -162,8 +167,10 @@ class Engine:
             self._event_pool.shutdown(wait=True)
             self.store.stop_engine(self.engine_id)
         finally:
-            if self._github is not None:
-                self._github.close()
+            self._lanes.shutdown()
+            for client in (self._github, self._router):
+                if client is not None:
+                    client.close()
             self._release_lock()
 
     @property
@@ -175,6 +182,17 @@ class Engine:
             if self._github is None:
                 self._github = github_client(self.settings, SqlEtagCache(self.store.engine))
             return self._github
+
+    @property
+    def router(self) -> InstallationRouter | None:
+        """Each repository's App installation and client, with GITHUB_APP_INSTALLATIONS."""
+        app = self.settings.github_app
+        with self._github_lock:
+            if self._router is None and app is not None and app.many:
+                self._router = InstallationRouter(
+                    app, self.settings, cache=SqlEtagCache(self.store.engine)
+                )
+            return self._router
 
     def request_stop(self) -> None:
         """Stop taking new work (safe to call from a signal handler)."""
@@ -205,7 +223,10 @@ class Engine:
         if self._stopping.is_set():
             return None
         if trigger_type == TriggerType.GITHUB_POLL:
-            self.poll(schedule_id)
+            if self.router:  # one lane per App installation (engine.run.lanes)
+                self._lanes.queue(self.router, schedule_id, self._run_pass, self._record_error)
+            else:
+                self.poll(schedule_id)
             return None
         claimed: list[int] = []
 
@@ -243,20 +264,21 @@ class Engine:
             ticket = self.polls.claim_poll(schedule_id, self.engine_id, manual=manual)
             if ticket is None:
                 return None
-            report = poll_once(
-                self.polls,
-                self.settings,
-                self.github,
-                ticket,
-                self.engine_id,
-                launch=self.launch_event,
-            )
-            if report.polled or report.status != "ok":
-                record_poll(report.schedule_name, report.status)
-            return report
+            route = self._lanes.route(self.router, ticket) if self.router else None
+            if self.router and route is None:
+                return None
+            return self._run_pass(ticket, route.client if route else self.github)
         except Exception as exc:
             self._record_error(f"poll of schedule {schedule_id}", exc)
             return None
+
+    def _run_pass(self, ticket: PollTicket, client: GitHubClient) -> PassReport:
+        report = poll_once(
+            self.polls, self.settings, client, ticket, self.engine_id, launch=self.launch_event
+        )
+        if report.polled or report.status != "ok":
+            record_poll(report.schedule_name, report.status)
+        return report
 
     def launch_event(self, claim: Claim) -> bool | None:
         """Run a claimed event's command in the background (under the global cap).
