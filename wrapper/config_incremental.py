@@ -15,8 +15,7 @@ Kept apart from :mod:`wrapper.config` (which imports it) so neither grows past i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,23 +28,3 @@ class IncrementalSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     mode: IncrementalMode = "full"
-
-
-class _RepositoryLike(Protocol):
-    @property
-    def incremental(self) -> IncrementalSettings | None: ...
-
-
-class _ConfigLike(Protocol):
-    @property
-    def incremental(self) -> IncrementalSettings: ...
-
-    @property
-    def repositories(self) -> Mapping[str, _RepositoryLike]: ...
-
-
-def incremental_mode(config: _ConfigLike, repo: str) -> IncrementalMode:
-    """``repo``'s mode: its own ``incremental`` if set, else the top level's."""
-    settings = config.repositories.get(repo.lower())
-    override = settings.incremental if settings is not None else None
-    return (override or config.incremental).mode

@@ -14,9 +14,6 @@ it never imports that module back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
-
 from pydantic import BaseModel, ConfigDict
 
 
@@ -26,24 +23,3 @@ class ReviewPostSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = False
-
-
-class _RepositoryLike(Protocol):
-    @property
-    def review_post(self) -> ReviewPostSettings | None: ...
-
-
-class _ConfigLike(Protocol):
-    @property
-    def review_post(self) -> ReviewPostSettings: ...
-
-    @property
-    def repositories(self) -> Mapping[str, _RepositoryLike]: ...
-
-
-def review_post_enabled(config: _ConfigLike, repo: str) -> bool:
-    """Whether ``repo``'s rounds are posted as reviews: its own ``review_post`` if set,
-    else the top level's (``repositories`` keys are lower-cased by the config)."""
-    settings = config.repositories.get(repo.lower())
-    override = settings.review_post if settings is not None else None
-    return (override or config.review_post).enabled

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from tests.wrapper.reviewbench import REPO, Bench, open_bench, openai_reviewer
 from tests.wrapper.test_incremental_rounds import answer, finding
 from wrapper.config import KdevConfig
-from wrapper.config_incremental import incremental_mode
+from wrapper.config_repo import incremental_mode
 from wrapper.errors import KdevError
 from wrapper.ledger.findings_history import read_history
 from wrapper.review.findings_contract import response_format

@@ -16,7 +16,7 @@ from engine.config import Settings
 from engine.github import GitHubClient
 from tests.wrapper.reviewbench import REPO, Bench, open_bench, openai_reviewer
 from wrapper.config import KdevConfig
-from wrapper.config_review import review_post_enabled
+from wrapper.config_repo import review_post_enabled
 from wrapper.errors import KdevError
 from wrapper.post import PostingContext
 from wrapper.review.findings_contract import (

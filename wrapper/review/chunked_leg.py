@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wrapper.config import CommandReviewer, OpenAIReviewer
-from wrapper.config_review import review_post_enabled
+from wrapper.config_repo import review_post_enabled
 from wrapper.errors import KdevError
 from wrapper.git import Git
 from wrapper.review.budget import WINDOW
@@ -38,7 +38,7 @@ from wrapper.review.prompt import (
     part_note,
     render_prompt,
 )
-from wrapper.review.reviewer import ReviewResult, run_reviewer
+from wrapper.review.reviewer import ReviewResult, leg_options, run_reviewer
 from wrapper.review.sizing import Limit, estimate_tokens
 
 if TYPE_CHECKING:
@@ -182,10 +182,7 @@ def run_chunked(
                 render_prompt(part, ctx.config.prompt_template, note + VERDICT_INSTRUCTION),
                 worktree,
                 ctx.environ,
-                extra_env_names=ctx.config.reviewer_env,
-                transport=ctx.reviewer_transport,
-                sandbox=ctx.sandbox,
-                meter=ctx.meter,
+                **leg_options(ctx),
             )
             output = leg.body
             parsed = ParsedReview("prose", leg.verdict, leg.body)

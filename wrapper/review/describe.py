@@ -50,7 +50,7 @@ from wrapper.review.review import (
     notify_failure,
     over_budget,
 )
-from wrapper.review.reviewer import run_reviewer_text
+from wrapper.review.reviewer import leg_options, run_reviewer_text
 from wrapper.review.sizing import estimate_tokens
 from wrapper.review.steps import moved_on, patch_of_head
 
@@ -142,10 +142,7 @@ def _describe_leg(
                 prompt,
                 worktree,
                 ctx.environ,
-                extra_env_names=ctx.config.reviewer_env,
-                transport=ctx.reviewer_transport,
-                sandbox=ctx.sandbox,
-                meter=ctx.meter,
+                **leg_options(ctx),
             )
         finally:
             record_usage_or_warn(ctx, req.repo, req.pr, req.head_sha, patch_id, "describe-pr")

@@ -29,8 +29,7 @@ from typing import Any, Literal
 from engine.github import GitHubClient, GitHubError
 from wrapper.authorloop.threads import ReviewThread, list_review_threads, reply, resolve
 from wrapper.config import KdevConfig
-from wrapper.config_incremental import incremental_mode
-from wrapper.config_review import review_post_enabled
+from wrapper.config_repo import incremental_mode, review_post_enabled
 from wrapper.errors import KdevError, ReviewerFailed
 from wrapper.gh_reviews import list_review_comments, list_reviews
 from wrapper.git import Git

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from engine.github import PullRequest
 from wrapper.config import CommandReviewer, OpenAIReviewer
-from wrapper.config_review import review_post_enabled
+from wrapper.config_repo import review_post_enabled
 from wrapper.errors import ConfigError, KdevError, Outcome
 from wrapper.git import Git
 from wrapper.leakscan import known_secrets, withhold_leak
@@ -27,7 +27,7 @@ from wrapper.review.findings import Finding
 from wrapper.review.leg_usage import record_usage, record_usage_or_warn
 from wrapper.review.patch_id import BASE_REF_PREFIX, PatchInfo
 from wrapper.review.prompt import PromptInput, render_prompt
-from wrapper.review.reviewer import ReviewResult, run_reviewer
+from wrapper.review.reviewer import ReviewResult, leg_options, run_reviewer
 from wrapper.review.sandbox import resolve_sandbox
 from wrapper.usage import summary
 
@@ -191,10 +191,7 @@ def _review(
             render_prompt(data, ctx.config.prompt_template),
             worktree,
             ctx.environ,
-            extra_env_names=ctx.config.reviewer_env,
-            transport=ctx.reviewer_transport,
-            sandbox=ctx.sandbox,
-            meter=ctx.meter,
+            **leg_options(ctx),
         ), None
     # The roster (markdown-it, the roster grammar) is loaded only when a roster runs: the
     # carry-forward path never gets here (D35).

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import httpx
 
@@ -46,6 +46,9 @@ from wrapper.retrying import HttpRetryPolicy, RetryableStatus, call_with_retries
 from wrapper.review.findings import Finding
 from wrapper.review.sandbox import ProxyEndpoint, Sandbox
 from wrapper.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from wrapper.review.context import ReviewContext
 
 VERDICTS = ("APPROVE", "REQUEST_CHANGES")
 VERDICT_LINE = re.compile(r"^\s*VERDICT:\s*(APPROVE|REQUEST_CHANGES)\s*$", re.MULTILINE)
@@ -137,6 +140,17 @@ class RunOptions(TypedDict, total=False):
     kill_grace_seconds: float
     sandbox: Sandbox | None
     meter: UsageMeter | None
+
+
+def leg_options(ctx: ReviewContext) -> RunOptions:
+    """A review run's :class:`RunOptions` for its reviewer legs: the config's
+    ``reviewer_env``, the run's reviewer transport, sandbox and usage meter."""
+    return RunOptions(
+        extra_env_names=ctx.config.reviewer_env,
+        transport=ctx.reviewer_transport,
+        sandbox=ctx.sandbox,
+        meter=ctx.meter,
+    )
 
 
 def run_reviewer(

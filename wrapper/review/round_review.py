@@ -34,7 +34,7 @@ from wrapper.review.findings_earlier import EARLIER_INSTRUCTION
 from wrapper.review.incremental_settle import DERIVED_NOTE
 from wrapper.review.prompt import VERDICT_INSTRUCTION, PromptInput, render_prompt
 from wrapper.review.review_body import NotReviewed, render_round
-from wrapper.review.reviewer import ReviewResult, run_reviewer_text
+from wrapper.review.reviewer import ReviewResult, leg_options, run_reviewer_text
 from wrapper.review.round_post import FALLBACK_NOTE, RoundPayload
 
 REFUSED = "refused_by_github"
@@ -97,11 +97,8 @@ def findings_leg(
         render_prompt(data, ctx.config.prompt_template, closing),
         worktree,
         ctx.environ,
-        extra_env_names=ctx.config.reviewer_env,
-        transport=ctx.reviewer_transport,
-        sandbox=ctx.sandbox,
         response_format=response_format(data.contract_version) if structured else None,
-        meter=ctx.meter,
+        **leg_options(ctx),
     )
     parsed = parse_review(output, structured=structured, head_lines=head_line_counter(worktree))
     if isinstance(parsed, ContractFailure):
