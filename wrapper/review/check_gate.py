@@ -71,19 +71,13 @@ class CheckRunGate:
     """:class:`wrapper.review.merge_gate.MergeGate` as check runs named ``name`` on
     ``repo``, with an App's installation token (module doc)."""
 
+    kind = "check run"
+
     def __init__(self, github: GitHubClient, repo: str, name: str, body: BodyGate) -> None:
         self.github = github
         self.repo = repo
-        self.check_name = name
+        self.name = name
         self.body = body
-
-    @property
-    def name(self) -> str:
-        return self.check_name
-
-    @property
-    def kind(self) -> str:
-        return "check run"
 
     def set(
         self, head_sha: str, state: str, description: str, detail: GateDetail | None = None
@@ -92,7 +86,7 @@ class CheckRunGate:
         title = self.body.prepare(description)
         summary = self.body.prepare(detail.summary if detail is not None else description)
         notes = self._annotations(detail.findings if detail is not None else ())
-        where = f"the {self.check_name} check run of {head_sha[:12]} in {self.repo}"
+        where = f"the {self.name} check run of {head_sha[:12]} in {self.repo}"
         found = self._existing(head_sha, where)
         have = found.annotations_count if found is not None else 0
         if found is not None and (found.status, found.conclusion, found.title) == (
@@ -107,7 +101,7 @@ class CheckRunGate:
         for index, batch in enumerate(batches):
             last = index == len(batches) - 1
             payload: dict[str, Any] = {
-                "name": self.check_name,
+                "name": self.name,
                 "external_id": external_id(head_sha),
                 "status": status if last else "in_progress",
                 "output": {"title": title, "summary": summary, "annotations": batch},
@@ -136,7 +130,7 @@ class CheckRunGate:
 
     def _existing(self, head_sha: str, where: str) -> CheckRunSeen | None:
         try:
-            runs = list_check_runs(self.github, self.repo, head_sha, self.check_name)
+            runs = list_check_runs(self.github, self.repo, head_sha, self.name)
         except GitHubError as exc:
             raise KdevError(
                 f"cannot read {where}: {exc.message} [{exc.reason}]", READ_FAILED

@@ -88,30 +88,24 @@ class MergeGate(Protocol):
 class StatusGate:
     """:class:`MergeGate` as commit statuses of ``context`` on ``repo``."""
 
+    kind = "status"
+
     def __init__(
         self, github: GitHubClient, repo: str, context: str, secrets: Sequence[str]
     ) -> None:
         self.github = github
         self.repo = repo
-        self.context = context
+        self.name = context  # the status's context
         self.secrets = list(secrets)
-
-    @property
-    def name(self) -> str:
-        return self.context
-
-    @property
-    def kind(self) -> str:
-        return "status"
 
     def set(
         self, head_sha: str, state: GateState, description: str, detail: GateDetail | None = None
     ) -> bool:
         del detail  # a status has a description only
-        refuse_leak(description, self.secrets, f"the {self.context} status description")
-        where = f"the {self.context} status of {head_sha[:12]} in {self.repo}"
+        refuse_leak(description, self.secrets, f"the {self.name} status description")
+        where = f"the {self.name} status of {head_sha[:12]} in {self.repo}"
         try:
-            latest = combined_status(self.github, self.repo, head_sha).latest(self.context)
+            latest = combined_status(self.github, self.repo, head_sha).latest(self.name)
         except GitHubError as exc:
             raise KdevError(
                 f"cannot read {where}: {exc.message} [{exc.reason}]", STATUS_READ_FAILED
@@ -124,7 +118,7 @@ class StatusGate:
                 self.repo,
                 head_sha,
                 state,
-                context=self.context,
+                context=self.name,
                 description=description,
             )
         except GitHubError as exc:
