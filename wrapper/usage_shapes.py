@@ -45,6 +45,11 @@ def _count(block: Mapping[str, Any], key: str, *, optional: bool = False) -> int
     return value
 
 
+_UNREADABLE = Reported(None, None, UNREADABLE)
+_NOT_REPORTED = Reported(None, None, NOT_REPORTED)
+_MALFORMED = Reported(None, None, MALFORMED)
+
+
 def _tokens(tokens_in: int, tokens_out: int, cached: int | None) -> Tokens:
     if cached is not None and cached > tokens_in:
         raise _Malformed(f"{cached} cached of {tokens_in} prompt tokens")
@@ -55,14 +60,14 @@ def _guarded(read: Callable[[], Reported]) -> Reported:
     try:
         return read()
     except (_Malformed, AttributeError, KeyError, TypeError):
-        return Reported(None, None, MALFORMED)
+        return _MALFORMED
 
 
 def openai_usage(payload: Any) -> Reported:
     """The ``usage`` of a parsed chat-completions answer."""
     usage = payload.get("usage") if isinstance(payload, dict) else None
     if usage is None:
-        return Reported(None, None, NOT_REPORTED)
+        return _NOT_REPORTED
 
     def read() -> Reported:
         if not isinstance(usage, dict):
@@ -98,16 +103,22 @@ def _object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _claude(stdout: str) -> tuple[str, Reported]:
+def _envelope(stdout: str, text_key: str) -> dict[str, Any] | None:
+    """The answer as one JSON object whose ``text_key`` is the reviewer's text, else None."""
     envelope = _object(stdout)
-    if envelope is None or not isinstance(envelope.get("result"), str):
-        return stdout, Reported(None, None, UNREADABLE)
+    return envelope if envelope is not None and isinstance(envelope.get(text_key), str) else None
+
+
+def _claude(stdout: str) -> tuple[str, Reported]:
+    envelope = _envelope(stdout, "result")
+    if envelope is None:
+        return stdout, _UNREADABLE
 
     def read() -> Reported:
         usage = envelope.get("usage")
         cost = envelope.get("total_cost_usd")
         if usage is None and cost is None:
-            return Reported(None, None, NOT_REPORTED)
+            return _NOT_REPORTED
         tokens = None
         if usage is not None:
             if not isinstance(usage, dict):
@@ -124,7 +135,7 @@ def _claude(stdout: str) -> tuple[str, Reported]:
 def _codex(stdout: str) -> tuple[str, Reported]:
     events = [_object(line) for line in stdout.splitlines() if line.strip()]
     if not events or any(event is None for event in events):
-        return stdout, Reported(None, None, UNREADABLE)
+        return stdout, _UNREADABLE
     texts = [
         event["item"]["text"]
         for event in events
@@ -135,12 +146,12 @@ def _codex(stdout: str) -> tuple[str, Reported]:
         and isinstance(event["item"].get("text"), str)
     ]
     if not texts:
-        return stdout, Reported(None, None, UNREADABLE)
+        return stdout, _UNREADABLE
     turns = [e.get("usage") for e in events if e is not None and e.get("type") == "turn.completed"]
 
     def read() -> Reported:
         if not turns:
-            return Reported(None, None, NOT_REPORTED)
+            return _NOT_REPORTED
         total_in = total_out = total_cached = 0
         for usage in turns:
             if not isinstance(usage, dict):
@@ -154,14 +165,14 @@ def _codex(stdout: str) -> tuple[str, Reported]:
 
 
 def _gemini(stdout: str) -> tuple[str, Reported]:
-    envelope = _object(stdout)
-    if envelope is None or not isinstance(envelope.get("response"), str):
-        return stdout, Reported(None, None, UNREADABLE)
+    envelope = _envelope(stdout, "response")
+    if envelope is None:
+        return stdout, _UNREADABLE
 
     def read() -> Reported:
         stats = envelope.get("stats")
         if stats is None:
-            return Reported(None, None, NOT_REPORTED)
+            return _NOT_REPORTED
         models = stats["models"]
         if not isinstance(models, dict) or not models:
             raise _Malformed("stats.models is not a non-empty object")

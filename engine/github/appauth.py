@@ -40,6 +40,7 @@ from engine import __version__
 from engine.github.appconfig import APP_AUTH_REASONS, AppConfig
 from engine.github.bounded import Bounds, OutOfBounds, send_bounded
 from engine.github.pacing import utcnow
+from engine.github.parse import said_message
 from engine.github.tokencache import CachedToken, TokenCache
 from engine.github.types import (
     GitHubErrorKind,
@@ -286,11 +287,7 @@ class AppTokenSource:
 
 
 def _message(answer: httpx.Response) -> str:
-    try:
-        payload = answer.json()
-        text = payload.get("message") if isinstance(payload, dict) else None
-    except ValueError:
-        text = None
-    if not isinstance(text, str):
+    text = said_message(answer)
+    if text is None:
         text = answer.reason_phrase
     return " ".join(text.split())[:300]

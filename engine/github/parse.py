@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.github.types import (
     GHOST_USER,
@@ -23,6 +23,9 @@ from engine.github.types import (
     RateInfo,
     SkippedItem,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T")
 
@@ -201,3 +204,14 @@ def parse_rate(headers: Mapping[str, str]) -> RateInfo | None:
     except (KeyError, ValueError, OverflowError, OSError):
         return None
     return RateInfo(limit, remaining, used, reset, headers.get("x-ratelimit-resource", "core"))
+
+
+def said_message(response: httpx.Response) -> str | None:
+    """GitHub's ``message`` in a JSON error body; None when the body is not JSON, not an
+    object, or its ``message`` is not a string."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return None
+    text = payload.get("message") if isinstance(payload, dict) else None
+    return text if isinstance(text, str) else None

@@ -33,7 +33,7 @@ from engine.errors import ConfigError, InvalidInput
 from engine.github.bounded import ACCEPT_ENCODING, Bounds, OutOfBounds, send_bounded
 from engine.github.limits import READ_POINTS, WRITE_POINTS, points_of
 from engine.github.pacing import RequestPacer, pacer_for, token_identity, utcnow
-from engine.github.parse import json_name, parse_rate
+from engine.github.parse import json_name, parse_rate, said_message
 from engine.github.tokencache import TokenSource
 from engine.github.types import (
     RATE_LIMITED,
@@ -446,12 +446,8 @@ class GitHubSession(Closable):
 
     def _error_text(self, response: httpx.Response) -> str:
         """GitHub's ``message`` (or the start of the body), one line, redacted."""
-        try:
-            payload = response.json()
-            text = payload.get("message") if isinstance(payload, dict) else None
-        except ValueError:
-            text = None
-        if not isinstance(text, str):
+        text = said_message(response)
+        if text is None:
             text = response.text[:_MESSAGE_LIMIT] or response.reason_phrase
         text = " ".join(text.split())[:_MESSAGE_LIMIT]
         return redact(text, self._token)
