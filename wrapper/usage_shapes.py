@@ -103,33 +103,35 @@ def _object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _envelope(stdout: str, text_key: str) -> dict[str, Any] | None:
-    """The answer as one JSON object whose ``text_key`` is the reviewer's text, else None."""
-    envelope = _object(stdout)
-    return envelope if envelope is not None and isinstance(envelope.get(text_key), str) else None
+def _enveloped(
+    text_key: str, usage: Callable[[dict[str, Any]], Reported]
+) -> Callable[[str], tuple[str, Reported]]:
+    """The reader of an answer that is one JSON object whose ``text_key`` is the
+    reviewer's text, its usage read by ``usage`` from that object."""
+
+    def reader(stdout: str) -> tuple[str, Reported]:
+        envelope = _object(stdout)
+        if envelope is None or not isinstance(envelope.get(text_key), str):
+            return stdout, _UNREADABLE
+        return envelope[text_key], _guarded(lambda: usage(envelope))
+
+    return reader
 
 
-def _claude(stdout: str) -> tuple[str, Reported]:
-    envelope = _envelope(stdout, "result")
-    if envelope is None:
-        return stdout, _UNREADABLE
-
-    def read() -> Reported:
-        usage = envelope.get("usage")
-        cost = envelope.get("total_cost_usd")
-        if usage is None and cost is None:
-            return _NOT_REPORTED
-        tokens = None
-        if usage is not None:
-            if not isinstance(usage, dict):
-                raise _Malformed("usage is not an object")
-            read_cache = _count(usage, "cache_read_input_tokens", optional=True)
-            written = _count(usage, "cache_creation_input_tokens", optional=True)
-            prompt = _count(usage, "input_tokens") + read_cache + written
-            tokens = _tokens(prompt, _count(usage, "output_tokens"), read_cache)
-        return Reported(tokens, None if cost is None else _money(cost))
-
-    return envelope["result"], _guarded(read)
+def _claude_usage(envelope: dict[str, Any]) -> Reported:
+    usage = envelope.get("usage")
+    cost = envelope.get("total_cost_usd")
+    if usage is None and cost is None:
+        return _NOT_REPORTED
+    tokens = None
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise _Malformed("usage is not an object")
+        read_cache = _count(usage, "cache_read_input_tokens", optional=True)
+        written = _count(usage, "cache_creation_input_tokens", optional=True)
+        prompt = _count(usage, "input_tokens") + read_cache + written
+        tokens = _tokens(prompt, _count(usage, "output_tokens"), read_cache)
+    return Reported(tokens, None if cost is None else _money(cost))
 
 
 def _codex(stdout: str) -> tuple[str, Reported]:
@@ -164,36 +166,29 @@ def _codex(stdout: str) -> tuple[str, Reported]:
     return texts[-1], _guarded(read)
 
 
-def _gemini(stdout: str) -> tuple[str, Reported]:
-    envelope = _envelope(stdout, "response")
-    if envelope is None:
-        return stdout, _UNREADABLE
-
-    def read() -> Reported:
-        stats = envelope.get("stats")
-        if stats is None:
-            return _NOT_REPORTED
-        models = stats["models"]
-        if not isinstance(models, dict) or not models:
-            raise _Malformed("stats.models is not a non-empty object")
-        total_in = total_out = total_cached = 0
-        for entry in models.values():
-            tokens = entry["tokens"]
-            if not isinstance(tokens, dict):
-                raise _Malformed("tokens is not an object")
-            total_in += _count(tokens, "prompt")
-            # Thinking tokens are billed as output (Gemini API pricing).
-            total_out += _count(tokens, "candidates") + _count(tokens, "thoughts", optional=True)
-            total_cached += _count(tokens, "cached", optional=True)
-        return Reported(_tokens(total_in, total_out, total_cached))
-
-    return envelope["response"], _guarded(read)
+def _gemini_usage(envelope: dict[str, Any]) -> Reported:
+    stats = envelope.get("stats")
+    if stats is None:
+        return _NOT_REPORTED
+    models = stats["models"]
+    if not isinstance(models, dict) or not models:
+        raise _Malformed("stats.models is not a non-empty object")
+    total_in = total_out = total_cached = 0
+    for entry in models.values():
+        tokens = entry["tokens"]
+        if not isinstance(tokens, dict):
+            raise _Malformed("tokens is not an object")
+        total_in += _count(tokens, "prompt")
+        # Thinking tokens are billed as output (Gemini API pricing).
+        total_out += _count(tokens, "candidates") + _count(tokens, "thoughts", optional=True)
+        total_cached += _count(tokens, "cached", optional=True)
+    return Reported(_tokens(total_in, total_out, total_cached))
 
 
 _READERS: dict[str, Callable[[str], tuple[str, Reported]]] = {
-    "claude-json": _claude,
+    "claude-json": _enveloped("result", _claude_usage),
     "codex-jsonl": _codex,
-    "gemini-json": _gemini,
+    "gemini-json": _enveloped("response", _gemini_usage),
 }
 
 

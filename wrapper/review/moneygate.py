@@ -81,7 +81,7 @@ def running_legs(
     return running
 
 
-def over_money(
+def over_budgets(
     ctx: ReviewContext,
     req: ReviewRequest,
     pr_url: str,
@@ -89,8 +89,12 @@ def over_money(
     sized: SizedRound | RosterRound | None,
     data: PromptInput,
 ) -> ReviewReport | None:
-    """Step 4's money budgets: a ``deferred_budget`` report when the round's estimate
-    would pass a cap (or cannot be decided), else None. No cap set: None, unread."""
+    """Step 4's leg budgets for every leg of the round (D9, D89), then its money budgets:
+    the first deferral, else None. A ``deferred_budget`` report when the round's estimate
+    would pass a money cap (or cannot be decided); no money cap set: not read."""
+    over = over_budget(ctx, req, pr_url, patch_id, legs=1 if sized is None else sized.legs)
+    if over is not None:
+        return over
     money = ctx.config.money_budgets
     reviewer = ctx.config.reviewer
     if not money.any_cap or reviewer is None or sized is None:
@@ -125,18 +129,3 @@ def over_money(
         why=money_budget.why(decision, reviewer.model, len(legs), money),
         shown=money_budget.figures(decision),
     )
-
-
-def over_budgets(
-    ctx: ReviewContext,
-    req: ReviewRequest,
-    pr_url: str,
-    patch_id: str,
-    sized: SizedRound | RosterRound | None,
-    data: PromptInput,
-) -> ReviewReport | None:
-    """Step 4's leg budgets for every leg of the round (D9, D89), then its money budgets
-    (:func:`over_money`): the first deferral, else None."""
-    legs = 1 if sized is None else sized.legs
-    over = over_budget(ctx, req, pr_url, patch_id, legs=legs)
-    return over if over is not None else over_money(ctx, req, pr_url, patch_id, sized, data)
