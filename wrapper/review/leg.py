@@ -7,7 +7,6 @@ import logging
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +24,7 @@ from wrapper.review.context import ReviewContext, ReviewReport, ReviewRequest, n
 from wrapper.review.exclusions import exclusions_header
 from wrapper.review.findings import Finding
 from wrapper.review.leg_usage import record_usage, record_usage_or_warn
-from wrapper.review.patch_id import BASE_REF_PREFIX, PatchInfo
+from wrapper.review.patch_id import BASE_REF_PREFIX
 from wrapper.review.prompt import PromptInput, render_prompt
 from wrapper.review.reviewer import ReviewResult, leg_options, run_reviewer
 from wrapper.review.sandbox import resolve_sandbox
@@ -98,23 +97,18 @@ def run_leg(
     ctx: ReviewContext,
     req: ReviewRequest,
     pr: PullRequest,
-    pr_url: str,
     git: Git,
     patch_id: str,
-    info: PatchInfo,
-    sized: SizedRound | RosterRound | None = None,
-    data: PromptInput | None = None,
+    sized: SizedRound | RosterRound | None,
+    data: PromptInput,
 ) -> ReviewReport:
     """Steps 6-9 under the lock: worktree, reviewer, verdict, notify; always prune. The
     reviewer reads the reviewed paths' diff and the list of the excluded ones (D87); the
     verdict opens with that list. ``sized`` with more than one chunk: one leg per chunk,
-    one verdict (D89). ``data``: the prompt input step 4 made (an incremental round's)."""
-    excluded = info.exclusions.excluded if info.exclusions is not None else ()
+    one verdict (D89). ``data``: the prompt input step 4 made (an incremental round's),
+    which names the PR's URL and the excluded paths."""
+    pr_url = data.pr_url
     with leg_worktree(ctx, req, git, pr_url, f"kdev-pr{req.pr}-") as (reviewer, worktree):
-        if data is None:
-            data = replace(
-                prompt_input(req, pr, req.head_sha, info.for_reviewer, pr_url), excluded=excluded
-            )
         try:
             result, round_payload = _review(ctx, reviewer, git, pr, data, worktree, patch_id, sized)
         except BaseException:
@@ -129,7 +123,7 @@ def run_leg(
             base=pr.base_ref,
             reviewed_at=ctx.clock(),
             model=result.model,
-            body=_with_header(exclusions_header(excluded), result.body),
+            body=_with_header(exclusions_header(data.excluded), result.body),
             pr=req.pr,
             usage=summary(legs),
         )

@@ -317,4 +317,4 @@ def _workflow(req: ReviewRequest, ctx: ReviewContext, gate: GateRun) -> ReviewRe
                 for _ in range(legs):
                     ctx.ledger.record_leg_start(req.repo, req.pr, req.head_sha)
             gate.running()
-            return run_leg(ctx, req, pr, pr_url, git, patch_id, info, sized, reviewed)
+            return run_leg(ctx, req, pr, git, patch_id, sized, reviewed)
