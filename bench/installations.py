@@ -36,9 +36,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
 from bench.common import bench_settings, scratch_database
 from bench.mention_scale import LATENCY_SECONDS, _add_schedules
 from bench.poll import CountingTransport, SimProcess, start_world
@@ -52,6 +49,7 @@ from engine.store import db as dbmod
 from engine.store.pollstore import PollTicket
 from engine.store.store import Store
 from ghsim.secondary import POINTS_PER_MINUTE
+from tests.appkit import key_pair
 
 GOAL_INSTALLATIONS, GOAL_PER_INSTALLATION, GOAL_INTERVAL = 10, 500, 120
 
@@ -107,21 +105,11 @@ class SetupResult:
 
 
 def _key_file(workdir: Path) -> tuple[Path, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
+    pair = key_pair()  # the tests' App key kit: one fresh 2048-bit RSA pair
     path = workdir / "app.pem"
-    path.write_text(private, encoding="ascii")
+    path.write_text(pair.private, encoding="ascii")
     path.chmod(0o600)
-    return path, public
+    return path, pair.public
 
 
 def run_setup(
