@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from tests.wrapper.reviewbench import REPO, Bench
 from tests.wrapper.test_delivery import NOTIFIER, _delivered
 from tests.wrapper.test_roster import roster_bench, roster_config  # noqa: F401
 from tests.wrapper.test_roster_review_post import FILES, REVIEWS, posting_config, writes
-from tests.wrapper.test_round_post_kill import DELAY, STEPS, _argv, _kill_when, _run
+from tests.wrapper.test_round_post_kill import DELAY, STEPS, _argv, _kill_when, _run, arm_step
 from wrapper.config import KdevConfig
 from wrapper.review.findings_post import newest_round
 
@@ -50,15 +49,7 @@ def test_kill_9_at_each_posting_step_posts_the_roster_round_once(
     env = bench.kdev_env(_config(bench, blocked_notice=step == "before-post"))
     pr = bench.sim.open_pr(REPO, "f", FILES)
     sim = bench.sim
-    if step == "before-post":
-        (bench.root / "block").touch()
-        ready: Callable[[], bool] = (bench.root / "started").exists
-    elif step in ("accepted-unanswered", "rerun-listing"):
-        sim.inject_fault("POST", REVIEWS, delay=DELAY)
-        ready = lambda: bool(sim.reviews(REPO, pr.number))  # noqa: E731
-    else:
-        sim.inject_fault("GET", r"/reviews/\d+/comments$", delay=DELAY)
-        ready = lambda: bool(sim.requests_to(r"/reviews/\d+/comments$", "GET"))  # noqa: E731
+    ready = arm_step(bench, step, pr.number)
     _kill_when(_start(bench, env, pr.number, pr.head_sha), ready)
     assert list((bench.root / "reviews").rglob("undelivered-*.json"))  # the round is owed
     assert newest_round(bench.ledger(), REPO, pr.number) is None  # not yet recorded

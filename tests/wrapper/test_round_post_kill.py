@@ -68,6 +68,21 @@ def _run(bench: Bench, env: dict[str, str], pr: int, head: str) -> dict[str, Any
 STEPS = ("before-post", "accepted-unanswered", "answered-unrecorded", "rerun-listing")
 
 
+def arm_step(bench: Bench, step: str, pr: int) -> Callable[[], bool]:
+    """Sets up the kill at ``step`` of posting PR ``pr``'s round; returns when to kill:
+    the stub blocked before posting, GitHub made the review but has not answered, or it
+    answered and kdev is reading the review's comments back."""
+    sim = bench.sim
+    if step == "before-post":
+        (bench.root / "block").touch()
+        return (bench.root / "started").exists
+    if step in ("accepted-unanswered", "rerun-listing"):
+        sim.inject_fault("POST", REVIEWS, delay=DELAY)
+        return lambda: bool(sim.reviews(REPO, pr))
+    sim.inject_fault("GET", r"/reviews/\d+/comments$", delay=DELAY)
+    return lambda: bool(sim.requests_to(r"/reviews/\d+/comments$", "GET"))
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_kill_9_at_each_posting_step_posts_the_round_once(bench: Bench, step: str) -> None:
     config = _config(bench, blocked_notice=step == "before-post")
@@ -75,15 +90,7 @@ def test_kill_9_at_each_posting_step_posts_the_round_once(bench: Bench, step: st
     pr = bench.sim.open_pr(REPO, "f", {"app.py": "print('hi')\nx = 1  # TODO\ny = 2  # FIXME\n"})
     head = pr.head_sha
     sim = bench.sim
-    if step == "before-post":
-        (bench.root / "block").touch()
-        ready: Callable[[], bool] = (bench.root / "started").exists
-    elif step in ("accepted-unanswered", "rerun-listing"):
-        sim.inject_fault("POST", REVIEWS, delay=DELAY)
-        ready = lambda: bool(sim.reviews(REPO, pr.number))  # noqa: E731
-    else:
-        sim.inject_fault("GET", r"/reviews/\d+/comments$", delay=DELAY)
-        ready = lambda: bool(sim.requests_to(r"/reviews/\d+/comments$", "GET"))  # noqa: E731
+    ready = arm_step(bench, step, pr.number)
     proc = subprocess.Popen(
         _argv(pr.number, head, bench.checkout), env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True,
