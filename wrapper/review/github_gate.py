@@ -47,8 +47,15 @@ def read_pull(github: GitHubClient, repo: str, number: int) -> PullRequest:
     try:
         return get_pull(github, repo, number)
     except GitHubError as exc:
-        reason = github_failure_reason(exc)
-        raise GitHubFailed(
-            f"cannot read the metadata of {repo} #{number}: {exc.message} [{exc.reason}]",
-            reason,
-        ) from None
+        raise metadata_failure(repo, number, exc) from None
+
+
+def metadata_failure(repo: str, number: int, exc: GitHubError) -> GitHubFailed:
+    """The one-line error of a failed metadata read. The engine's reason is in the text
+    only where the wrapper's differs: an App's refusal keeps its own reason, which the
+    line already ends with, so it is said once."""
+    reason = github_failure_reason(exc)
+    said = "" if exc.reason == reason else f" [{exc.reason}]"
+    return GitHubFailed(
+        f"cannot read the metadata of {repo} #{number}: {exc.message}{said}", reason
+    )
