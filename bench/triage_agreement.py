@@ -31,7 +31,12 @@ from wrapper.authorloop.triage import triage
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "bot_comments.json"
 BASELINE_COMMIT = "8b3ceec"  # the last commit with issue 17's classifier
 BEFORE_D108 = "55e695c"  # issue 29's classifier before D108 (Codex/Greptile P2 decisive)
-BASELINES = {BASELINE_COMMIT: "issue 17's classifier", BEFORE_D108: "issue 29's before D108"}
+D108 = "4a52fa1"  # the D108 classifier as session 8 left it, before D113's rules
+BASELINES = {
+    BASELINE_COMMIT: "issue 17's classifier",
+    BEFORE_D108: "issue 29's before D108",
+    D108: "issue 29's D108 classifier",
+}
 HELD_OUT = "held-out (D108)"
 GOAL = 0.95
 LEVELS = ("P1", "P2", "P3")
@@ -102,29 +107,33 @@ def _rate(samples: Sequence[dict[str, Any]], blocks: Callable[[str], bool]) -> f
 
 
 def previous_classifier(commit: str = BASELINE_COMMIT) -> Callable[[str], str] | str:
-    """Issue 17's classifier as it was at ``commit`` (``body -> priority``), or why not."""
+    """The classifier as it was at ``commit`` (``body -> priority``), or why not. Each of
+    its modules is read from that commit, so a baseline never borrows today's rules."""
     root = CORPUS.parents[2]
     modules: dict[str, str] = {}
-    for name in ("triage_markers", "triage"):
+    for name in ("triage_markers", "triage_content", "triage"):
         shown = subprocess.run(
             ["git", "-C", str(root), "show", f"{commit}:wrapper/authorloop/{name}.py"],
             capture_output=True,
             text=True,
             check=False,
         )
-        if shown.returncode != 0:
+        if shown.returncode == 0:
+            modules[name] = shown.stdout
+        elif name != "triage_content":  # issue 17's classifier had no content module
             return f"unavailable: git show {commit} failed ({shown.stderr.strip()[:80]})"
-        modules[name] = shown.stdout
-    markers = types.ModuleType("bench_previous_triage_markers")
-    sys.modules[markers.__name__] = markers  # dataclasses look their module up
-    exec(compile(modules["triage_markers"], "previous triage_markers", "exec"), markers.__dict__)
-    old = types.ModuleType("bench_previous_triage")
-    sys.modules[old.__name__] = old
-    source = modules["triage"].replace(
-        "from wrapper.authorloop.triage_markers import", "from bench_previous_triage_markers import"
-    )
-    exec(compile(source, "previous triage", "exec"), old.__dict__)
-    classify: Callable[[str], Any] = old.__dict__["classify"]
+    tag = f"bench_previous_{commit}"
+    loaded: dict[str, dict[str, Any]] = {}
+    for name, source in modules.items():
+        module = types.ModuleType(f"{tag}_{name}")
+        sys.modules[module.__name__] = module  # dataclasses look their module up
+        for dependency in loaded:
+            source = source.replace(
+                f"from wrapper.authorloop.{dependency} import", f"from {tag}_{dependency} import"
+            )
+        exec(compile(source, f"{commit}:{name}", "exec"), module.__dict__)
+        loaded[name] = module.__dict__
+    classify: Callable[[str], Any] = loaded["triage"]["classify"]
     return lambda body: str(classify(body).value)
 
 

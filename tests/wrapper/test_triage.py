@@ -441,3 +441,50 @@ def test_the_content_reads_concrete_failures_written_by_copilot(body: str) -> No
 )
 def test_the_content_rubric_stays_conservative(body: str) -> None:
     assert triage(body).priority == Priority.P3
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Codex Review: Didn't find any major issues. Bravo.\n\nIf Codex has suggestions, it "
+        "will comment; otherwise it will react with 👍.",
+        "Cursor Bugbot has reviewed your changes and found 1 potential issue.\n\n<sup>Bugbot "
+        "Autofix is OFF.</sup>",
+    ],
+)
+def test_a_no_findings_review_and_a_bugbot_count_are_summaries(body: str) -> None:
+    # D113: the count's finding is its own inline comment; the summary asks for nothing.
+    decided = triage(body)
+    assert (decided.priority, decided.basis, decided.rule) == (Priority.P3, Basis.SUMMARY, "summary")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "That context resolves the concern. Failing closed is correct here. I'm withdrawing "
+        "this finding; no code change is needed.",
+        "That context changes the assessment: the token is never read, so this cannot leak "
+        "a credential. Consider this comment resolved.",
+    ],
+)
+def test_a_reviewer_withdrawing_its_own_finding_does_not_block(body: str) -> None:
+    # Even when the withdrawal names the problem it withdraws ("leak a credential").
+    decided = triage(body)
+    assert (decided.priority, decided.rule) == (Priority.P3, "content:withdrawn")
+
+
+@pytest.mark.parametrize(
+    ("body", "category"),
+    [
+        ("This cleanup job can delete unrelated merged branches.", "data-loss"),
+        ("A multi-line hint can inject extra headings into the prompt.", "security"),
+        ("Substring matching gives false positives for ordinary words.", "correctness"),
+        ("The plan targets `src/physics_core/`, but that directory does not exist.", "correctness"),
+        ("Following the hint leads to another failure instead of recovery.", "correctness"),
+        ("A malformed catalog silently selects the last duplicate.", "correctness"),
+        ("There are a few concrete correctness/composability issues to fix.", "correctness"),
+    ],
+)
+def test_the_content_reads_consequences_named_in_other_words(body: str, category: str) -> None:
+    decided = triage(body)
+    assert decided.blocking and decided.rule == f"content:{category}"

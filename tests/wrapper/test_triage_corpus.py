@@ -3,12 +3,13 @@ rubric in docs/priorities.md (tests/data/bot_comments.json; tests/data/README.md
 the labels were given). The numbers are bench/triage_agreement.py's, computed the same way.
 
 Issue 29's goal is blocking agreement >= 95 % (the one bit the loop acts on: P1/P2 block
-the exit, P3 does not) with no human-blocking comment read as non-blocking. Neither is met
-(D108). Measured on the whole corpus (196): 168 (85.7 %), 8 human-blocking comments read
-as non-blocking; on the held-out batch (42, labels committed before this classifier read
-them): 25 (59.5 %), 5 of the 8 missed. The test asserts the measured numbers as floors
-(agreement no lower, no more missed blockers, and exactly the known ones), and that the
-goal's status is reported as not met, so a change in either direction shows here.
+the exit, P3 does not) with no human-blocking comment read as non-blocking. Neither is met.
+With D113's rules, on the whole corpus (196): 179 (91.3 %), 1 human-blocking comment read
+as non-blocking; on the D108 batch (42): 33 (78.6 %). D113's rules were written after that
+batch had been read, so it is no longer a held-out measure for them; D113's own batch is.
+The test asserts the measured numbers as floors (agreement no lower, no more missed
+blockers, and exactly the known ones), and that the goal's status is reported as not met,
+so a change in either direction shows here.
 """
 
 from __future__ import annotations
@@ -26,17 +27,10 @@ from bench.triage_agreement import GOAL, HELD_OUT, Agreement, load, read_all
 from wrapper.authorloop.triage import Basis, triage
 
 REAL: list[dict[str, Any]] = load()
-MEASURED_BLOCKING = 168  # of 196; see the module docstring
-MEASURED_HELD_OUT = 25  # of 42
-# The human-blocking comments the classifier reads as non-blocking (D108); goal: none.
+MEASURED_BLOCKING = 179  # of 196; see the module docstring
+MEASURED_HELD_OUT = 33  # of 42
+# The human-blocking comments the classifier reads as non-blocking (D113); goal: none.
 KNOWN_MISSED = {
-    "https://github.com/D-sorganization/UpstreamDrift/pull/3387#discussion_r3154486121",
-    "https://github.com/D-sorganization/UpstreamDrift/pull/4973#discussion_r3214013231",
-    "https://github.com/D-sorganization/UpstreamDrift/pull/3247#discussion_r3141362698",
-    "https://github.com/NVIDIA/NVFlare/pull/5288#discussion_r4001437659",
-    "https://github.com/NVIDIA/NVFlare/pull/5274#pullrequestreview-5143184508",
-    "https://github.com/Phazzie/meechiescoloringbook/pull/127#discussion_r3356058154",
-    "https://github.com/Phazzie/meechiescoloringbook/pull/127#discussion_r3356067507",
     "https://github.com/Phazzie/meechiescoloringbook/pull/127#discussion_r3356080425",
 }
 COMMENT_URL = re.compile(
@@ -91,7 +85,7 @@ def agreement() -> Agreement:
 
 
 def test_no_human_blocking_comment_is_missed_beyond_the_known_ones(agreement: Agreement) -> None:
-    # The goal (none missed) is NOT met: these 8 are read as non-blocking (D108). A new
+    # The goal (none missed) is NOT met: this one is read as non-blocking (D113). A new
     # miss fails here; a fixed one fails too, so that this list and the docs stay true.
     missed = {r.sample["source"] for r in agreement.missed}
     assert missed == KNOWN_MISSED
@@ -135,10 +129,11 @@ def test_the_bench_commands_print_the_agreement(argv: list[str]) -> None:
         [sys.executable, *argv], cwd=root, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert f"blocking agreement: {MEASURED_BLOCKING}/196 = 85.7%" in done.stdout
-    assert f"blocking agreement: {MEASURED_HELD_OUT}/42 = 59.5%" in done.stdout
-    assert "human-blocking read as non-blocking (goal 0): 8" in done.stdout
+    assert f"blocking agreement: {MEASURED_BLOCKING}/196 = 91.3%" in done.stdout
+    assert f"blocking agreement: {MEASURED_HELD_OUT}/42 = 78.6%" in done.stdout
+    assert "human-blocking read as non-blocking (goal 0): 1" in done.stdout
     assert "held-out batch (labelled 'held-out (D108)'): 42 real review comments" in done.stdout
     # The rates where git has the commits; a shallow clone prints why it cannot say.
     assert "baseline, issue 17's classifier (8b3ceec): " in done.stdout
     assert "baseline, issue 29's before D108 (55e695c): " in done.stdout
+    assert "baseline, issue 29's D108 classifier (4a52fa1): " in done.stdout

@@ -34,6 +34,7 @@ SECURITY = _words(
     r"(?:leaks?|exposes?|logs?) (?:the |a |an )?(?:secret|token|credential|password|api key)",
     r"auth(?:entication|orization)? bypass",
     r"privilege escalation",
+    r"(?:can|could) inject",
     r"bypass(?:es|ed|ing)?\b",
     r"(?:can|could) (?:still )?pass (?:the |this |its )?(?:\w+ )?(?:approval|verification|"
     r"validation|integrity|signature|security) (?:step|check|gate)",
@@ -46,6 +47,7 @@ DATA_LOSS = _words(
     r"clobber",
     r"silently (?:truncat|drop|discard|rewrit|overwrit)",
     r"deletes? (?:the wrong|every|all)",
+    r"(?:can|could|will|would|may|might) delete (?:unrelated|other|the wrong)",
 )
 BREAKING = _words(
     r"breaking change",
@@ -92,6 +94,13 @@ CORRECTNESS = _words(
     r"undefined behaviou?r",
     r"not enforced",
     r"(?:is|are) unsafe",
+    r"false positives?",
+    r"does not exist",
+    r"non-existent",
+    r"leads? to (?:another|a) failure",
+    r"silently (?:select|collaps|return|us)",
+    r"correctness(?:/\w+)? (?:issue|problem|bug)s?",
+    r"(?:should|must) be (?:addressed|fixed) before merg",
 )
 ERROR_HANDLING = _words(
     r"error handling",
@@ -111,6 +120,13 @@ BLOCKING: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("error-handling", ERROR_HANDLING),
 )
 
+# A reply in which the reviewer withdraws its own finding asks for nothing.
+WITHDRAWN = _words(
+    r"withdraw(?:ing|n)? (?:this|my|the) (?:finding|comment|concern|suggestion)",
+    r"no (?:code )?change is (?:needed|required)",
+    r"consider this (?:comment |thread |finding )?resolved",
+    r"(?:that|this) (?:context )?resolves (?:the|my) concern",
+)
 # A text that calls itself minor is not raised by its keywords.
 SOFTENED = _words(
     r"nit(?:pick)?s?\b",
@@ -224,6 +240,8 @@ def read_content(text: str) -> ContentVerdict:
     """The rubric's reading of ``text`` (module docstring). Pure."""
     if not text.strip():
         return ContentVerdict("P3", "empty")
+    if WITHDRAWN.search(text) is not None:
+        return ContentVerdict("P3", "withdrawn")
     if SOFTENED.search(text) is not None:
         return ContentVerdict("P3", "softened")
     blocking = next((name for name, pattern in BLOCKING if pattern.search(text)), None)

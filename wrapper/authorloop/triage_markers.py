@@ -151,7 +151,9 @@ SUMMARY = re.compile(
     r"No code suggestions found for the PR|"
     r"<strong>No major issues detected</strong>|"
     r"\*\*Code review skipped\*\*|review (?:was )?skipped|rate limit of|"
-    r"reached (?:the|your) [\w -]*(?:limit|quota)|Review: ✅ LGTM|PR Review Complete ✅",
+    r"reached (?:the|your) [\w -]*(?:limit|quota)|Review: ✅ LGTM|PR Review Complete ✅|"
+    r"^Codex Review: Didn't find any major issues|"
+    r"^Cursor Bugbot has reviewed your changes and found \d+ potential issues?",
     re.MULTILINE | re.IGNORECASE,
 )
 
