@@ -455,7 +455,11 @@ def test_the_content_rubric_stays_conservative(body: str) -> None:
 def test_a_no_findings_review_and_a_bugbot_count_are_summaries(body: str) -> None:
     # D113: the count's finding is its own inline comment; the summary asks for nothing.
     decided = triage(body)
-    assert (decided.priority, decided.basis, decided.rule) == (Priority.P3, Basis.SUMMARY, "summary")
+    assert (decided.priority, decided.basis, decided.rule) == (
+        Priority.P3,
+        Basis.SUMMARY,
+        "summary",
+    )
 
 
 @pytest.mark.parametrize(
