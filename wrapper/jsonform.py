@@ -6,7 +6,9 @@ order. Two shapes kept coming back around it, each written out by hand per class
 - :class:`JsonForm`, a base whose ``to_json`` is ``as_json`` of the instance (with the
   class's ``JSON_TIMESPEC``), for a class whose JSON keys are its fields, in order;
 - :class:`PrHead`, the JsonForm of a result about one head of one PR: its first keys
-  are ``repo``, ``pr`` and ``head_sha`` (a ledger row, a sweep's rows, a CI report);
+  are ``repo``, ``pr`` and ``head_sha`` (a ledger row, a sweep's rows, a CI report, a
+  PR's status; and the same three first fields of a review request and of the owner of
+  a run's legs);
 - :func:`json_in_order`, for a class whose JSON shows its fields (some renamed, or only
   some of them) in another order than they are declared in: the keys are named once,
   in the order they are printed, and a key that is no field is a KeyError, never a
