@@ -29,6 +29,7 @@ from engine.apitypes import Decision as Decision  # re-exported: part of the sur
 from engine.apitypes import HealthCause as HealthCause  # re-exported, as Decision
 from engine.closable import Closable
 from engine.errors import DatabaseError, InvalidInput
+from engine.fields import same_fields
 from engine.jsonable import as_json
 
 if TYPE_CHECKING:
@@ -252,17 +253,8 @@ def _queued(schedule: str, entries: Sequence[Any], pr: int) -> list[QueuedAttemp
 
 
 def _run(run: ScheduleRun) -> PrRun:
-    return PrRun(
-        id=run.id,
-        schedule=run.schedule_name,
-        status=str(run.status),
-        reason=run.reason,
-        exit_code=run.exit_code,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        pr_number=run.pr_number,
-        attempt=run.attempt or 1,
-        fire_id=run.fire_id,
+    return same_fields(
+        PrRun, run, schedule=run.schedule_name, status=str(run.status), attempt=run.attempt or 1
     )
 
 
