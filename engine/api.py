@@ -30,7 +30,7 @@ from engine.apitypes import HealthCause as HealthCause  # re-exported, as Decisi
 from engine.closable import Closable
 from engine.errors import DatabaseError, InvalidInput
 from engine.fields import same_fields
-from engine.jsonable import as_json
+from engine.jsonable import JsonForm
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -75,7 +75,7 @@ class PollSchedule:
 
 
 @dataclass(frozen=True)
-class PrRun:
+class PrRun(JsonForm):
     """One run fired for a pull request (a subset of ``li schedule runs --pr N --json``)."""
 
     id: int
@@ -89,12 +89,9 @@ class PrRun:
     attempt: int = 1
     fire_id: int | None = None  # the fire's first run (None on that run itself)
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass(frozen=True)
-class QueuedAttempt:
+class QueuedAttempt(JsonForm):
     """An event of the pull request waiting for its next attempt: its run was lost or
     handed back, and the schedule's next pass fires it again, not before ``not_before``
     when it was lost with its engine repeatedly (docs/decisions.md D58)."""
@@ -104,9 +101,6 @@ class QueuedAttempt:
     attempt: int  # the attempt that comes next
     head_sha: str | None
     not_before: datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 @dataclass(frozen=True)
