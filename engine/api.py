@@ -29,7 +29,8 @@ from engine.apitypes import Decision as Decision  # re-exported: part of the sur
 from engine.apitypes import HealthCause as HealthCause  # re-exported, as Decision
 from engine.closable import Closable
 from engine.errors import DatabaseError, InvalidInput
-from engine.jsonable import as_json
+from engine.fields import same_fields
+from engine.jsonable import JsonForm
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -74,7 +75,7 @@ class PollSchedule:
 
 
 @dataclass(frozen=True)
-class PrRun:
+class PrRun(JsonForm):
     """One run fired for a pull request (a subset of ``li schedule runs --pr N --json``)."""
 
     id: int
@@ -88,12 +89,9 @@ class PrRun:
     attempt: int = 1
     fire_id: int | None = None  # the fire's first run (None on that run itself)
 
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
-
 
 @dataclass(frozen=True)
-class QueuedAttempt:
+class QueuedAttempt(JsonForm):
     """An event of the pull request waiting for its next attempt: its run was lost or
     handed back, and the schedule's next pass fires it again, not before ``not_before``
     when it was lost with its engine repeatedly (docs/decisions.md D58)."""
@@ -103,9 +101,6 @@ class QueuedAttempt:
     attempt: int  # the attempt that comes next
     head_sha: str | None
     not_before: datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 @dataclass(frozen=True)
@@ -252,17 +247,8 @@ def _queued(schedule: str, entries: Sequence[Any], pr: int) -> list[QueuedAttemp
 
 
 def _run(run: ScheduleRun) -> PrRun:
-    return PrRun(
-        id=run.id,
-        schedule=run.schedule_name,
-        status=str(run.status),
-        reason=run.reason,
-        exit_code=run.exit_code,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        pr_number=run.pr_number,
-        attempt=run.attempt or 1,
-        fire_id=run.fire_id,
+    return same_fields(
+        PrRun, run, schedule=run.schedule_name, status=str(run.status), attempt=run.attempt or 1
     )
 
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from engine.jsonable import as_json
+from engine.jsonable import JsonForm
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(JsonForm):
     """One stored poll decision for an event (``li schedule events --json``)."""
 
     schedule: str
@@ -25,10 +24,6 @@ class Decision:
     detail: str | None
     run_id: int | None
     decided_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``li schedule events --json`` form."""
-        return as_json(self)
 
 
 @dataclass(frozen=True)

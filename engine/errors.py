@@ -17,6 +17,12 @@ the same string in logs, JSON output, run rows and docs/cli.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
 
 class LiError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -64,3 +70,15 @@ class DatabaseError(LiError):
     """The database cannot be reached, written or is at the wrong schema revision."""
 
     exit_code = 6
+
+
+def field_checked(check: Callable[[_In], _Out], value: _In) -> _Out:
+    """``check(value)`` inside a pydantic field validator: a :class:`LiError` it raises
+    becomes the field's error, its ``reason`` the error type and its message the text
+    (so a config loader can keep the reason and shows no pydantic wording)."""
+    from pydantic_core import PydanticCustomError  # only a validator calls this
+
+    try:
+        return check(value)
+    except LiError as exc:
+        raise PydanticCustomError(exc.reason, exc.message) from None

@@ -12,8 +12,9 @@ the field names, in that order, and converts each value:
 - ``None``, str, int, float and bool as they are.
 
 ``overrides`` replaces a field's value before conversion (a default shown in place of an
-empty one, say); ``rename`` maps a field name to the key it is shown under. Pure:
-standard library and :mod:`engine.timefmt` only.
+empty one, say); ``rename`` maps a field name to the key it is shown under.
+:class:`JsonForm` is the base of a result dataclass whose ``to_json`` is just that (li's
+and kdev's alike). Pure: standard library and :mod:`engine.timefmt` only.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.timefmt import iso_utc
 
@@ -43,6 +44,16 @@ def as_json(
         value = overrides[field.name] if field.name in overrides else getattr(obj, field.name)
         out[names.get(field.name, field.name)] = _convert(value, timespec)
     return out
+
+
+class JsonForm:
+    """A dataclass whose JSON form is its fields, in declaration order."""
+
+    # How datetimes are shown (:func:`engine.timefmt.iso_utc`'s ``timespec``).
+    JSON_TIMESPEC: ClassVar[str] = "seconds"
+
+    def to_json(self) -> dict[str, Any]:
+        return as_json(self, timespec=self.JSON_TIMESPEC)
 
 
 def _convert(value: Any, timespec: str) -> Any:

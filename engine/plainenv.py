@@ -36,18 +36,21 @@ _SECONDS = re.compile(r"(0|[1-9][0-9]{0,8})(\.[0-9]{1,9})?")
 # Variable -> (kind, lowest, highest): every variable Settings.from_env reads by alias.
 # A bound given as a name is that constant of engine.github.limits, imported only when
 # its variable is set (importing engine.github costs a tenth of `li --help`).
-VARIABLES: dict[str, tuple[str, int | str, int | str | None]] = {
-    "LI_DATABASE_URL": ("text", 0, None),
-    "LI_COMMAND_ALLOWLIST": ("text", 0, None),
+_Kind = tuple[str, int | str, int | str | None]
+_TEXT: _Kind = ("text", 0, None)  # any text (a string has no bounds)
+_ANY_SECONDS: _Kind = ("seconds", 0, None)  # any number of seconds from 0
+VARIABLES: dict[str, _Kind] = {
+    "LI_DATABASE_URL": _TEXT,
+    "LI_COMMAND_ALLOWLIST": _TEXT,
     "LI_ENV_PASSTHROUGH": ("names", 0, None),
     "LI_MAX_CONCURRENT_ACTIONS": ("whole", 1, None),
-    "LI_KILL_GRACE": ("seconds", 0, None),
-    "LI_SHUTDOWN_GRACE": ("seconds", 0, None),
-    "LI_SYNC_INTERVAL": ("seconds", 0, None),
-    "GITHUB_API_URL": ("text", 0, None),
-    "GITHUB_TOKEN": ("text", 0, None),
-    "GH_TOKEN": ("text", 0, None),
-    "LI_GITHUB_TIMEOUT": ("seconds", 0, None),
+    "LI_KILL_GRACE": _ANY_SECONDS,
+    "LI_SHUTDOWN_GRACE": _ANY_SECONDS,
+    "LI_SYNC_INTERVAL": _ANY_SECONDS,
+    "GITHUB_API_URL": _TEXT,
+    "GITHUB_TOKEN": _TEXT,
+    "GH_TOKEN": _TEXT,
+    "LI_GITHUB_TIMEOUT": _ANY_SECONDS,
     "LI_GITHUB_RATE": ("whole", 1, None),
     "LI_GITHUB_MAX_BODY_BYTES": ("whole", "MIN_MAX_BODY_BYTES", None),
     "LI_GITHUB_DEADLINE": ("seconds", "MIN_DEADLINE_SECONDS", None),

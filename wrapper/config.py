@@ -23,9 +23,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, field_checked
 from engine.github import repo_problem
 from wrapper.config_base import Strict as _Strict
+from wrapper.config_base import listed_once
 from wrapper.config_exclusions import ExclusionSettings
 from wrapper.config_gate import MergeGateSettings
 from wrapper.config_incremental import IncrementalSettings
@@ -193,6 +194,21 @@ def check_recipient_name(value: str) -> str:
     return value
 
 
+def _author_login(login: str) -> str:
+    from engine.triggers import validate_handle  # only a config that sets it (D35)
+
+    try:
+        return validate_handle(login)
+    except InvalidInput as exc:
+        raise ValueError(f"author {login!r}: {exc.message}") from None
+
+
+def _repository_name(repo: str) -> str:
+    if repo_problem(repo) is not None:
+        raise ValueError(f"{repo!r} is not a repository name OWNER/NAME")
+    return repo
+
+
 class RepositorySettings(_Strict):
     """kdev.yaml ``repositories.<OWNER/NAME>``: what holds for one repository."""
 
@@ -314,30 +330,12 @@ class KdevConfig(_Strict):
     @field_validator("notify_authors")
     @classmethod
     def _authors(cls, value: dict[str, str]) -> dict[str, str]:
-        from engine.triggers import validate_handle  # only a config that sets it (D35)
-
-        lowered: dict[str, str] = {}
-        for login, name in value.items():
-            try:
-                key = validate_handle(login).lower()
-            except InvalidInput as exc:
-                raise ValueError(f"author {login!r}: {exc.message}") from None
-            if key in lowered:
-                raise ValueError(f"author {login!r} is listed twice")
-            lowered[key] = check_recipient_name(name)
-        return lowered
+        return listed_once(value, "author", _author_login, check_recipient_name)
 
     @field_validator("repositories")
     @classmethod
     def _repositories(cls, value: dict[str, RepositorySettings]) -> dict[str, RepositorySettings]:
-        lowered: dict[str, RepositorySettings] = {}
-        for repo, settings in value.items():
-            if repo_problem(repo) is not None:
-                raise ValueError(f"{repo!r} is not a repository name OWNER/NAME")
-            if repo.lower() in lowered:
-                raise ValueError(f"repository {repo!r} is listed twice")
-            lowered[repo.lower()] = settings
-        return lowered
+        return listed_once(value, "repository", _repository_name, lambda settings: settings)
 
     @model_validator(mode="after")
     def _recipients_exist(self) -> KdevConfig:
@@ -380,12 +378,9 @@ class KdevConfig(_Strict):
     @field_validator("mention_allowlist", mode="before")
     @classmethod
     def _allowlist(cls, value: Any) -> list[int]:
-        from engine.triggers import parse_allowlist  # only a config that sets it (D35)
+        from engine.triggers import allowlist_ids  # only a config that sets it (D35)
 
-        try:
-            return sorted(parse_allowlist(value))
-        except InvalidInput as exc:
-            raise ValueError(exc.message) from None
+        return field_checked(allowlist_ids, value)
 
     @field_validator("mention_handle")
     @classmethod
@@ -394,10 +389,7 @@ class KdevConfig(_Strict):
             return None
         from engine.triggers import validate_handle
 
-        try:
-            return validate_handle(value)
-        except InvalidInput as exc:
-            raise ValueError(exc.message) from None
+        return field_checked(validate_handle, value)
 
     @model_validator(mode="after")
     def _posting_needs_a_handle(self) -> KdevConfig:

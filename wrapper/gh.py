@@ -24,6 +24,7 @@ before any request is sent.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,6 +44,15 @@ from engine.github import (
     parse_time,
     validate_repo_name,
 )
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def check_sha(sha: str, said: str) -> None:
+    """``InvalidInput invalid_ref`` (``{said} a 40-hex sha, got ...``) unless ``sha`` is a
+    full commit sha: the argument check of every kdev call on one commit."""
+    if not _SHA.fullmatch(sha):
+        raise InvalidInput(f"{said} a 40-hex sha, got {sha!r}", "invalid_ref")
 
 
 @dataclass(frozen=True)

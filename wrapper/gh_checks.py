@@ -10,17 +10,16 @@ description in GitHub's OpenAPI description, ``checks/create`` and ``checks/upda
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from engine.errors import InvalidInput
 from engine.github import GitHubClient, validate_repo_name
+from wrapper.gh import check_sha
 
 MAX_SUMMARY_CHARS = 65535
 MAX_ANNOTATIONS_PER_REQUEST = 50
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,7 @@ def list_check_runs(client: GitHubClient, repo: str, sha: str, name: str) -> lis
     """The newest check runs named ``name`` on ``sha`` (GitHub's ``filter=latest``), newest
     first. GitHub errors propagate."""
     validate_repo_name(repo)
-    if not _SHA.fullmatch(sha):
-        raise InvalidInput(f"a check run is on a 40-hex sha, got {sha!r}", "invalid_ref")
+    check_sha(sha, "a check run is on")
     path = f"repos/{repo}/commits/{quote(sha)}/check-runs"
     params: dict[str, str | int] = {"check_name": name, "per_page": 100}
     body = client.request("GET", path, params=params, expect=dict)

@@ -24,7 +24,6 @@ every other module to that).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -38,12 +37,12 @@ from engine.github import (
     get_field,
     validate_repo_name,
 )
+from wrapper.gh import check_sha
 
 EVENTS = ("APPROVE", "REQUEST_CHANGES", "COMMENT")
 SIDES = ("RIGHT", "LEFT")
 STATUS_STATES = ("error", "failure", "pending", "success")
 MAX_STATUS_DESCRIPTION = 140  # "description is too long (maximum is 140 characters)"
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -134,8 +133,8 @@ def create_review(
         raise _bad(f"a review event is one of {', '.join(EVENTS)} or None, got {event!r}")
     if event in ("REQUEST_CHANGES", "COMMENT") and not body:
         raise _bad(f"a {event} review needs a body")
-    if commit_id is not None and not _SHA.fullmatch(commit_id):
-        raise InvalidInput(f"a commit_id is a 40-hex sha, got {commit_id!r}", "invalid_ref")
+    if commit_id is not None:
+        check_sha(commit_id, "a commit_id is")
     for comment in comments:
         _check_comment(comment)
     sent: dict[str, Any] = {"body": body, "comments": [c.payload() for c in comments]}
@@ -202,8 +201,7 @@ def create_status(
 ) -> dict[str, Any]:
     """A commit status on ``sha``; returns the status GitHub made (201)."""
     validate_repo_name(repo)
-    if not _SHA.fullmatch(sha):
-        raise InvalidInput(f"a status goes on a 40-hex sha, got {sha!r}", "invalid_ref")
+    check_sha(sha, "a status goes on")
     if state not in STATUS_STATES:
         raise _bad(f"a status state is one of {', '.join(STATUS_STATES)}, got {state!r}")
     if not context:

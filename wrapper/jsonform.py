@@ -4,9 +4,12 @@
 order. Two shapes kept coming back around it, each written out by hand per class:
 
 - :class:`JsonForm`, a base whose ``to_json`` is ``as_json`` of the instance (with the
-  class's ``JSON_TIMESPEC``), for a class whose JSON keys are its fields, in order;
+  class's ``JSON_TIMESPEC``), for a class whose JSON keys are its fields, in order
+  (:mod:`engine.jsonable`'s, re-exported here: li's result dataclasses use it too);
 - :class:`PrHead`, the JsonForm of a result about one head of one PR: its first keys
-  are ``repo``, ``pr`` and ``head_sha`` (a ledger row, a sweep's rows, a CI report);
+  are ``repo``, ``pr`` and ``head_sha`` (a ledger row, a sweep's rows, a CI report, a
+  PR's status; and the same three first fields of a review request and of the owner of
+  a run's legs);
 - :func:`json_in_order`, for a class whose JSON shows its fields (some renamed, or only
   some of them) in another order than they are declared in: the keys are named once,
   in the order they are printed, and a key that is no field is a KeyError, never a
@@ -18,19 +21,10 @@ Pure: :mod:`engine.jsonable` only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from engine.jsonable import JsonForm as JsonForm
 from engine.jsonable import as_json
-
-
-class JsonForm:
-    """A dataclass whose JSON form is its fields, in declaration order."""
-
-    # How datetimes are shown (:func:`engine.timefmt.iso_utc`'s ``timespec``).
-    JSON_TIMESPEC: ClassVar[str] = "seconds"
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self, timespec=self.JSON_TIMESPEC)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from engine.health.assess import (
     health_json,
 )
 from engine.health.losses import newest_outcome, window_losses
+from engine.jsonable import as_json
 from engine.poll.config import validate_poll_config
 from engine.poll.steps import page_limit
 from engine.store.models import PollState, Schedule, TriggerType
@@ -56,16 +57,11 @@ class ScheduleHealth:
 
 
 def _losses_json(losses: LossCounts | None) -> dict[str, int] | None:
+    """The window's counts, every field of ``losses``: ``total`` first, named ``runs``."""
     if losses is None:
         return None
-    return {
-        "runs": losses.total,
-        "failed": losses.failed,
-        "cancelled": losses.cancelled,
-        "refused": losses.refused,
-        "coalesced": losses.coalesced,
-        "drained": losses.drained,
-    }
+    counts = as_json(losses, rename={"total": "runs"})
+    return {"runs": counts.pop("runs"), **counts}
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -33,11 +33,11 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from engine.durations import MAX_POLL_INTERVAL_SECONDS
-from engine.errors import InvalidInput, LiError
+from engine.errors import InvalidInput, field_checked
 from engine.github.types import repo_problem, validate_repo_name
 from engine.triggers import (
     ALLOWLIST_CONFIG_ERROR,
-    parse_allowlist,
+    allowlist_ids,
     validate_handle,
     validate_verb,
 )
@@ -65,10 +65,7 @@ class PollFilters(BaseModel):
 
 
 def _as_verb(value: object) -> str:
-    try:
-        return validate_verb(value)
-    except LiError as exc:
-        raise PydanticCustomError(exc.reason, exc.message) from None
+    return field_checked(validate_verb, value)
 
 
 class MentionsConfig(BaseModel):
@@ -112,18 +109,12 @@ class MentionsConfig(BaseModel):
     @field_validator("handle")
     @classmethod
     def _handle_is_a_login(cls, value: str) -> str:
-        try:
-            return validate_handle(value)
-        except LiError as exc:
-            raise PydanticCustomError(exc.reason, exc.message) from None
+        return field_checked(validate_handle, value)
 
     @field_validator("allowlist", mode="before")
     @classmethod
     def _allowlist_is_user_ids(cls, value: object) -> list[int]:
-        try:
-            return sorted(parse_allowlist(value))
-        except LiError as exc:
-            raise PydanticCustomError(ALLOWLIST_CONFIG_ERROR, exc.message) from None
+        return field_checked(allowlist_ids, value)
 
 
 class GithubPollConfig(BaseModel):

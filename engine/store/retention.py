@@ -34,7 +34,7 @@ from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
 from engine.errors import InvalidInput
-from engine.jsonable import as_json
+from engine.jsonable import JsonForm
 from engine.store.core import count_boundary
 from engine.store.enums import RunStatus
 from engine.store.keyretention import (
@@ -71,7 +71,7 @@ class RunRetention:
 
 
 @dataclass(frozen=True)
-class Pruned:
+class Pruned(JsonForm):
     """What one prune removed."""
 
     runs: int = 0
@@ -90,9 +90,6 @@ class Pruned:
             f"{self.removals} removal(s), {self.engines} engine row(s) and {self.cache} "
             f"cache entr(ies)"
         )
-
-    def to_json(self) -> dict[str, int]:
-        return as_json(self)
 
 
 Transaction = Callable[[Callable[[Session], int]], int]

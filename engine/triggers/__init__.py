@@ -17,7 +17,7 @@ See docs/triggers.md. The poller integration (comment feeds, persisted watermark
 firing) is built on top of this package.
 """
 
-from engine.triggers.allowlist import ALLOWLIST_CONFIG_ERROR, parse_allowlist
+from engine.triggers.allowlist import ALLOWLIST_CONFIG_ERROR, allowlist_ids, parse_allowlist
 from engine.triggers.classify import (
     GHOST_USER,
     MALFORMED_PAYLOAD,
@@ -95,6 +95,7 @@ __all__ = [
     "mention_dedupe_key",
     "mention_names_problem",
     "mention_pattern",
+    "allowlist_ids",
     "parse_allowlist",
     "pings",
     "pr_opened_dedupe_key",

@@ -36,3 +36,8 @@ def parse_allowlist(values: object) -> frozenset[int]:
             )
         ids.add(entry)
     return frozenset(ids)
+
+
+def allowlist_ids(values: object) -> list[int]:
+    """:func:`parse_allowlist` as a config keeps it: the ids, sorted."""
+    return sorted(parse_allowlist(values))

@@ -41,6 +41,7 @@ def test_a_failure_followed_by_a_success_is_degraded_not_healthy(db: SAEngine) -
         "coalesced": 0,
         "drained": 0,
     }
+    assert list(item.to_json()["window"])[:2] == ["runs", "failed"]  # the total first
     # Out of the 24 h window: healthy again.
     clock.advance(25 * 3600)
     assert _codes(store, "tick") == (HealthState.HEALTHY, [])

@@ -18,29 +18,25 @@ lists, per comment, the steps it acted on now and the steps passed before.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
-from engine.jsonable import as_json
 from wrapper.authorloop.decisions import Decision, read_decisions, write_decisions
 from wrapper.authorloop.feedback import Feedback, collect_feedback
 from wrapper.authorloop.threads import hide, reply, resolve
 from wrapper.gh import get_pull
+from wrapper.jsonform import JsonForm
 from wrapper.post import PostingContext
 
 STEPS = ("replied", "resolved", "hidden")
 
 
 @dataclass(frozen=True)
-class Closed:
+class Closed(JsonForm):
     """What close-out did for one comment."""
 
     comment_id: int
     decision: str
     done_now: tuple[str, ...]
     done_before: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 def settled(decision: Decision, head_sha: str) -> bool:

@@ -17,6 +17,7 @@ from engine.jsonable import as_json
 from wrapper.authorloop.threads import GITHUB_READ_FAILED, ReviewThread, list_review_threads
 from wrapper.authorloop.triage import Basis, Priority, Source, detect_source, triage
 from wrapper.errors import ConfigError, KdevError
+from wrapper.jsonform import JsonForm
 from wrapper.review.findings import AGENT_NAME, signed_by
 
 CONVERSATION = "(conversation)"
@@ -64,7 +65,7 @@ class Feedback:
 
 
 @dataclass(frozen=True)
-class FeedbackReport:
+class FeedbackReport(JsonForm):
     """The feedback of one PR plus its summaries; its ``--json`` form is its fields in
     this order."""
 
@@ -75,9 +76,6 @@ class FeedbackReport:
     by_file: dict[str, dict[str, int]]
     open_threads: int
     items: list[Feedback]
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 def after_first_round(item: Feedback) -> Feedback:

@@ -25,6 +25,7 @@ from wrapper.authorloop.rounds import Round
 from wrapper.authorloop.watch import check_bucket
 from wrapper.errors import KdevError
 from wrapper.gh import get_pull
+from wrapper.jsonform import PrHead
 from wrapper.ledger.ledger import Ledger, format_timestamp
 from wrapper.review.findings import without_withdrawn
 from wrapper.review.findings_post import FindingsRound, round_record
@@ -34,10 +35,7 @@ _SEVERE = re.compile(r"\bP[12]\b")
 
 
 @dataclass(frozen=True)
-class PrStatus:
-    repo: str
-    pr: int
-    head_sha: str
+class PrStatus(PrHead):
     rounds: list[Round]
     feedback: FeedbackReport
     ci: dict[str, str]  # check name -> bucket at the head

@@ -35,8 +35,8 @@ from engine.github import (
     GitHubNotFound,
     PullRequest,
 )
-from engine.jsonable import as_json
 from wrapper.gh import BranchRequirements, branch_protection, branch_rules, compare
+from wrapper.jsonform import JsonForm
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class Requirements:
 
 
 @dataclass(frozen=True)
-class ProtectionStatus:
+class ProtectionStatus(JsonForm):
     state: str  # satisfied | unsatisfied | none | unknown
     reasons: list[str]  # why unsatisfied, one phrase each
     codes: list[str]  # their reason codes
@@ -115,9 +115,6 @@ class ProtectionStatus:
     changes_requested_by: list[str]
     checks: dict[str, str]  # required context -> passed|failing|pending|missing|unknown
     behind_by: int | None  # commits of the base the head lacks (read only when strict)
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
     def lines(self) -> list[str]:
         """``protection: <state> (...)`` and, when something is required, the details."""

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from engine.jsonable import as_json
 from wrapper.config import ReviewBot
 from wrapper.errors import ConfigError
 from wrapper.gh import post_issue_comment
+from wrapper.jsonform import JsonForm
 from wrapper.ledger.ledger import Ledger
 from wrapper.neutralise import mentions_in
 from wrapper.post import PostingContext
@@ -38,16 +38,13 @@ STATE_FILE = "bots.json"
 
 
 @dataclass(frozen=True)
-class BotRequest:
+class BotRequest(JsonForm):
     """What one request did for one bot."""
 
     bot: str
     state: str  # requested | exhausted | not_needed
     reason: str = ""
     comment_id: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)
 
 
 def exhausted_today(

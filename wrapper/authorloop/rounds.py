@@ -6,19 +6,15 @@ stopping rules of ``kdev loop-status`` (:mod:`wrapper.authorloop.loopstatus`).""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from engine.jsonable import as_json
+from wrapper.jsonform import JsonForm
 
 
 @dataclass(frozen=True)
-class Round:
+class Round(JsonForm):
     head_sha: str
     patch_id: str
     verdict: str
     reviewed_at: str
     severe_findings: bool
     carried_heads: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return as_json(self)

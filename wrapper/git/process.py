@@ -180,14 +180,12 @@ class GitProcess:
         argv = ["git", *GIT_CONFIG_ARGS, *args]
         label = what or f"git {args[0]}"
         try:
-            proc = subprocess.Popen(
+            proc = self._spawn(
                 argv,
-                cwd=self.repo_dir,
-                env=self._env if env is None else {**self._env, **env},
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if sink is None else sink,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
+                self._env if env is None else {**self._env, **env},
+                subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                subprocess.PIPE if sink is None else sink,
+                subprocess.PIPE,
             )
         except FileNotFoundError as exc:
             missing = "git" if exc.filename == "git" else f"directory {self.repo_dir}"
@@ -226,15 +224,7 @@ class GitProcess:
         label = what or f"git {args[0]}"
         with tempfile.TemporaryFile() as stderr:
             try:
-                proc = subprocess.Popen(
-                    argv,
-                    cwd=self.repo_dir,
-                    env=self._env,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=stderr,
-                    start_new_session=True,
-                )
+                proc = self._spawn(argv, self._env, subprocess.PIPE, subprocess.PIPE, stderr)
             except OSError as exc:
                 raise error(f"{label}: cannot start git: {exc.strerror}", reason) from None
             expired = threading.Event()
@@ -275,6 +265,26 @@ class GitProcess:
             if code != 0:
                 stderr.seek(0)
                 raise error(f"{label} failed: {last_line(stderr.read())}", reason)
+
+    def _spawn(
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        stdin: int,
+        stdout: int | IO[bytes],
+        stderr: int | IO[bytes],
+    ) -> subprocess.Popen[bytes]:
+        """git in the repository, in a session of its own: its group (git and the helpers
+        it spawns) is what :meth:`_kill_group` kills. OSError when it cannot start."""
+        return subprocess.Popen(
+            argv,
+            cwd=self.repo_dir,
+            env=env,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
 
     @staticmethod
     def _kill_group(proc: subprocess.Popen[bytes]) -> None:

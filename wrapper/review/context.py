@@ -16,7 +16,7 @@ import httpx
 from engine.github import GitHubClient
 from wrapper.config import KdevConfig, NotifyTarget
 from wrapper.errors import Outcome
-from wrapper.jsonform import JsonForm
+from wrapper.jsonform import JsonForm, PrHead
 from wrapper.leakscan import known_secrets
 from wrapper.ledger.ledger import Ledger
 from wrapper.notify import Notification, route, send
@@ -31,12 +31,10 @@ log = logging.getLogger("kdev.review")
 
 
 @dataclass(frozen=True)
-class ReviewRequest:
-    """What the engine fired: ``kdev review-pr --repo R --pr N --head-sha SHA ...``."""
+class ReviewRequest(PrHead):
+    """What the engine fired: ``kdev review-pr --repo R --pr N --head-sha SHA ...``;
+    ``head_sha`` "" (no --head-sha): the PR's current head, read in step 1."""
 
-    repo: str
-    pr: int
-    head_sha: str  # "" (no --head-sha): the PR's current head, read in step 1
     checkout: Path
     pr_url: str | None = None
     author: str | None = None

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from wrapper.errors import LedgerError
+from wrapper.jsonform import PrHead
 from wrapper.ledger.files import LedgerFiles
 from wrapper.ledger.usagelog import UsageRecord, append_usage
 from wrapper.metrics import count_usage
@@ -26,12 +27,9 @@ log = logging.getLogger("kdev.review")
 
 
 @dataclass(frozen=True)
-class LegOf:
+class LegOf(PrHead):
     """Whose legs they are: the repository, PR, head, patch-id and kdev command."""
 
-    repo: str
-    pr: int
-    head_sha: str
     patch_id: str | None
     command: str
 
