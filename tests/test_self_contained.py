@@ -21,8 +21,13 @@ OUTSIDE = re.compile(
     )
 )
 # Paths that are not this machine's: the sandbox's own HOME inside bwrap, a config
-# example for a CI user, and a file the hostile reviewer fixture snoops for.
-NOT_OURS = re.compile(r"/" + r"home/reviewer\b|/" + r"home/ci/|/" + r"root/\.config/gh/")
+# example for a CI user, a file the hostile reviewer fixture snoops for, and the
+# directories of a container's Dockerfile that a real review comment in the corpus
+# (tests/data/bot_comments.json) quotes.
+NOT_OURS = re.compile(
+    r"/" + r"home/reviewer\b|/" + r"home/ci/|/" + r"root/\.config/gh/|"
+    r"/" + r"home/\.lilith\b|/" + r"home/LogFiles\b"
+)
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 SKIPPED_DIRS = {".git", ".venv", "build", "dist", "__pycache__", ".mypy_cache", ".ruff_cache"}
 
