@@ -37,8 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.common import bench_settings, scratch_database
+from bench.ghsim_world import CountingTransport, SimProcess, start_world
 from bench.mention_scale import LATENCY_SECONDS, _add_schedules
-from bench.poll import CountingTransport, SimProcess, start_world
 from engine.github import SqlEtagCache
 from engine.github.appconfig import app_config_from
 from engine.github.client import GitHubClient

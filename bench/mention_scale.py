@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.common import backend_name, bench_settings, scratch_database
-from bench.poll import BASELINE_TOKEN, ENGINE_TOKEN, OWNER, CountingTransport, start_world
+from bench.ghsim_world import BASELINE_TOKEN, ENGINE_TOKEN, OWNER, CountingTransport, start_world
 from engine.config import Settings
 from engine.github import GitHubClient, RequestPacer, SqlEtagCache
 from engine.github.limits import REST_POINTS_PER_MINUTE
