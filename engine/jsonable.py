@@ -14,7 +14,7 @@ the field names, in that order, and converts each value:
 ``overrides`` replaces a field's value before conversion (a default shown in place of an
 empty one, say); ``rename`` maps a field name to the key it is shown under.
 :class:`JsonForm` is the base of a result dataclass whose ``to_json`` is just that (li's
-and kdev's alike). Pure: standard library and :mod:`engine.timefmt` only.
+and any client's alike). Pure: standard library and :mod:`engine.timefmt` only.
 """
 
 from __future__ import annotations

